@@ -1,0 +1,380 @@
+package api
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/store"
+)
+
+// Admin API limits.
+const (
+	// MaxAdminBody bounds one admin request body (a 1 MiB job body is about
+	// 1.4 MB once base64-encoded).
+	MaxAdminBody = 4 << 20
+	// MaxAdminBatchBody bounds a batch enqueue request body.
+	MaxAdminBatchBody = 64 << 20
+)
+
+// Error codes of the admin API: stable, scripts may match on them.
+const (
+	CodeInvalid           = "invalid_input"
+	CodeNotFound          = "not_found"
+	CodeKeyConflict       = "key_conflict"
+	CodeIllegalTransition = "illegal_transition"
+	CodeUnauthorized      = "unauthorized"
+	CodeTooLarge          = "too_large"
+	CodeInternal          = "internal"
+)
+
+// WireHeader is a header line in admin API JSON.
+type WireHeader struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// WireEnqueue is the admin API's enqueue request body.
+type WireEnqueue struct {
+	Method           string       `json:"method,omitempty"`
+	URL              string       `json:"url"`
+	Headers          []WireHeader `json:"headers,omitempty"`
+	Body             []byte       `json:"body,omitempty"` // base64 in JSON
+	Key              string       `json:"key,omitempty"`
+	KeyFormat        string       `json:"key_format,omitempty"`
+	StatusURL        string       `json:"status_url,omitempty"`
+	KeyTTL           Duration     `json:"key_ttl,omitempty"`
+	MaxAttempts      int          `json:"max_attempts,omitempty"`
+	Deadline         Duration     `json:"deadline,omitempty"`
+	AttemptTimeout   Duration     `json:"attempt_timeout,omitempty"`
+	ReplaySafe       bool         `json:"replay_safe,omitempty"`
+	NoEffectStatuses []int        `json:"no_effect_statuses,omitempty"`
+}
+
+func toWire(req Request, o EnqueueOptions) WireEnqueue {
+	w := WireEnqueue{Method: req.Method, URL: req.URL, Body: req.Body, Key: o.Key, StatusURL: o.StatusURL,
+		KeyTTL: Duration(o.KeyTTL), MaxAttempts: o.MaxAttempts, Deadline: Duration(o.Deadline),
+		AttemptTimeout: Duration(o.AttemptTimeout), ReplaySafe: o.ReplaySafe, NoEffectStatuses: o.NoEffectStatuses}
+	if o.KeyFormat != idemkey.FormatToken {
+		w.KeyFormat = o.KeyFormat.String()
+	}
+	for _, h := range req.Header {
+		w.Headers = append(w.Headers, WireHeader{h.Name, h.Value})
+	}
+	return w
+}
+
+func (w WireEnqueue) parts() (Request, EnqueueOptions, error) {
+	req := Request{Method: w.Method, URL: w.URL, Body: w.Body}
+	for _, h := range w.Headers {
+		req.Header = append(req.Header, Header{Name: h.Name, Value: h.Value})
+	}
+	o := EnqueueOptions{Key: w.Key, StatusURL: w.StatusURL, KeyTTL: time.Duration(w.KeyTTL), MaxAttempts: w.MaxAttempts,
+		Deadline: time.Duration(w.Deadline), AttemptTimeout: time.Duration(w.AttemptTimeout), ReplaySafe: w.ReplaySafe,
+		NoEffectStatuses: w.NoEffectStatuses}
+	if w.KeyFormat != "" {
+		f, err := idemkey.ParseFormat(w.KeyFormat)
+		if err != nil {
+			return req, o, invalid("key_format", w.KeyFormat, "token or structured")
+		}
+		o.KeyFormat = f
+	}
+	return req, o, nil
+}
+
+// WireError is the admin API's error body.
+type WireError struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// AdminOptions configures the admin handler.
+type AdminOptions struct {
+	// Token, when non-empty, is required as "Authorization: Bearer TOKEN"
+	// on every request. The unix socket (mode 0600) needs none; TCP always
+	// needs one.
+	Token string
+	// Metrics, when set, serves GET /metrics.
+	Metrics http.Handler
+}
+
+// AdminHandler serves the admin API for svc: every CLI operation as JSON.
+func AdminHandler(svc Service, o AdminOptions) http.Handler {
+	mux := http.NewServeMux()
+	a := &admin{svc: svc}
+	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	mux.HandleFunc("POST /v1/jobs", a.enqueue)
+	mux.HandleFunc("POST /v1/jobs/batch", a.enqueueMany)
+	mux.HandleFunc("GET /v1/jobs", a.list)
+	mux.HandleFunc("GET /v1/jobs/{id}", a.get)
+	mux.HandleFunc("POST /v1/jobs/{id}/cancel", a.steer("cancel"))
+	mux.HandleFunc("POST /v1/jobs/{id}/retry", a.steer("retry"))
+	mux.HandleFunc("POST /v1/jobs/{id}/resolve", a.steer("resolve"))
+	mux.HandleFunc("GET /v1/stats", a.stats)
+	mux.HandleFunc("GET /v1/backup", a.backup)
+	if o.Metrics != nil {
+		mux.Handle("GET /metrics", o.Metrics)
+	}
+	if o.Token == "" {
+		return mux
+	}
+	want := []byte("Bearer " + o.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="idemrun"`)
+			writeErr(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token (--admin-token-file)")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+type admin struct{ svc Service }
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, status int, code, msg string) {
+	var e WireError
+	e.Error.Code, e.Error.Message = code, msg
+	writeJSON(w, status, e)
+}
+
+// errorCode maps an error to its HTTP status and stable code.
+func errorCode(err error) (int, string) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, CodeTooLarge
+	case errors.Is(err, ErrInvalid):
+		return http.StatusBadRequest, CodeInvalid
+	case errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound, CodeNotFound
+	case errors.Is(err, store.ErrKeyConflict):
+		return http.StatusConflict, CodeKeyConflict
+	case errors.Is(err, store.ErrIllegalTransition):
+		return http.StatusConflict, CodeIllegalTransition
+	default:
+		return http.StatusInternalServerError, CodeInternal
+	}
+}
+
+func fail(w http.ResponseWriter, err error) {
+	status, code := errorCode(err)
+	writeErr(w, status, code, err.Error())
+}
+
+// decode reads a JSON body of at most limit bytes, refusing unknown fields
+// and trailing data.
+func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return fmt.Errorf("%w: request body over %d bytes", ErrInvalid, limit)
+		}
+		return &InvalidError{Field: "request body", Value: "(JSON)", Accepted: "a JSON object of the documented shape (" + err.Error() + ")"}
+	}
+	if dec.More() {
+		return &InvalidError{Field: "request body", Value: "(JSON)", Accepted: "exactly one JSON object"}
+	}
+	return nil
+}
+
+// DecodeEnqueue decodes an admin enqueue body; exported for fuzzing.
+func DecodeEnqueue(b []byte) (WireEnqueue, error) {
+	var w WireEnqueue
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return w, &InvalidError{Field: "request body", Value: "(JSON)", Accepted: "a JSON object of the documented shape (" + err.Error() + ")"}
+	}
+	return w, nil
+}
+
+type wireEnqueueResult struct {
+	Job      *Job `json:"job"`
+	Existing bool `json:"existing"`
+}
+
+func (a *admin) enqueue(w http.ResponseWriter, r *http.Request) {
+	var in WireEnqueue
+	if err := decode(w, r, MaxAdminBody, &in); err != nil {
+		fail(w, err)
+		return
+	}
+	req, o, err := in.parts()
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	res, err := a.svc.Enqueue(r.Context(), req, o)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	res.Job.Existing = res.Existing
+	code := http.StatusCreated
+	if res.Existing {
+		code = http.StatusOK
+	}
+	writeJSON(w, code, wireEnqueueResult{Job: res.Job, Existing: res.Existing})
+}
+
+type wireManyResult struct {
+	Job      *Job       `json:"job,omitempty"`
+	Existing bool       `json:"existing,omitempty"`
+	Error    *wireCoded `json:"error,omitempty"`
+}
+
+type wireCoded struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (a *admin) enqueueMany(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Jobs []WireEnqueue `json:"jobs"`
+	}
+	if err := decode(w, r, MaxAdminBatchBody, &in); err != nil {
+		fail(w, err)
+		return
+	}
+	if len(in.Jobs) > 100000 {
+		fail(w, invalid("jobs", strconv.Itoa(len(in.Jobs)), "at most 100000 jobs per batch"))
+		return
+	}
+	items := make([]ManyItem, len(in.Jobs))
+	pre := make([]error, len(in.Jobs))
+	for i, wj := range in.Jobs {
+		req, o, err := wj.parts()
+		items[i] = ManyItem{Request: req, Options: o}
+		pre[i] = err
+	}
+	res, err := a.svc.EnqueueMany(r.Context(), items)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	out := make([]wireManyResult, len(res))
+	for i, x := range res {
+		e := x.Err
+		if pre[i] != nil {
+			e = pre[i]
+		}
+		if e != nil {
+			_, code := errorCode(e)
+			out[i].Error = &wireCoded{Code: code, Message: e.Error()}
+			continue
+		}
+		x.Job.Existing = x.Existing
+		out[i] = wireManyResult{Job: x.Job, Existing: x.Existing}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"results": out})
+}
+
+func (a *admin) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := ListFilter{Cursor: q.Get("cursor")}
+	for _, s := range q["state"] {
+		for _, p := range strings.Split(s, ",") {
+			st, err := store.ParseState(p)
+			if err != nil {
+				fail(w, invalid("state", p, "pending, running, unknown, succeeded, failed, needs_attention, canceled"))
+				return
+			}
+			f.States = append(f.States, st)
+		}
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > store.MaxListLimit {
+			fail(w, invalid("limit", l, fmt.Sprintf("an integer from 1 to %d", store.MaxListLimit)))
+			return
+		}
+		f.Limit = n
+	}
+	page, err := a.svc.List(r.Context(), f)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if page.Jobs == nil {
+		page.Jobs = []*Job{}
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (a *admin) get(w http.ResponseWriter, r *http.Request) {
+	j, err := a.svc.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, j)
+}
+
+type wireSteer struct {
+	As    string `json:"as,omitempty"`
+	Actor string `json:"actor,omitempty"`
+	Note  string `json:"note,omitempty"`
+}
+
+func (a *admin) steer(op string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in wireSteer
+		if r.ContentLength != 0 {
+			if err := decode(w, r, 64<<10, &in); err != nil {
+				fail(w, err)
+				return
+			}
+		}
+		id := r.PathValue("id")
+		var j *Job
+		var err error
+		switch op {
+		case "cancel":
+			j, err = a.svc.Cancel(r.Context(), id, in.Actor, in.Note)
+		case "retry":
+			j, err = a.svc.Retry(r.Context(), id, in.Actor, in.Note)
+		default:
+			j, err = a.svc.Resolve(r.Context(), id, store.State(in.As), in.Actor, in.Note)
+		}
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, j)
+	}
+}
+
+func (a *admin) stats(w http.ResponseWriter, r *http.Request) {
+	st, err := a.svc.Stats(r.Context())
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (a *admin) backup(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if _, err := a.svc.Backup(r.Context(), w); err != nil {
+		// Headers may be gone; abort so the client sees a broken body, not a
+		// short file that looks whole.
+		panic(http.ErrAbortHandler)
+	}
+}

@@ -1,0 +1,494 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/internal/redact"
+	"github.com/idemrun/idemrun/store"
+)
+
+// Header is one request header line; order is kept.
+type Header = store.HeaderField
+
+// State is a job state; see the store package for the seven values.
+type State = store.State
+
+// Request is the side-effecting HTTP request a job sends.
+type Request struct {
+	// Method defaults to POST.
+	Method string
+	// URL is an absolute http or https URL.
+	URL string
+	// Header lines are sent in this order on every attempt. Idempotency-Key
+	// is set by idemrun from the job's key.
+	Header []Header
+	// Body is sent byte for byte on every attempt; at most 1 MiB.
+	Body []byte
+}
+
+// EnqueueOptions are a job's key, status endpoint and limits.
+type EnqueueOptions struct {
+	// Key is the idempotency key. Defaults to a new random key
+	// (idemkey.New). A caller that may enqueue the same request twice
+	// (e.g. after its own crash) should pass its own stable key.
+	Key string
+	// KeyFormat is how the key is written in the Idempotency-Key header.
+	// Defaults to a plain token.
+	KeyFormat idemkey.Format
+	// StatusURL is a template with {key} and/or {id}; when set, an unknown
+	// outcome is settled by GET on it before any replay. Defaults to none.
+	StatusURL string
+	// KeyTTL is how long the target deduplicates requests by key. Without a
+	// status URL, an unknown outcome is replayed only inside it. Defaults to
+	// 0 (the target's deduplication is not relied on).
+	KeyTTL time.Duration
+	// MaxAttempts bounds attempts. Defaults to Options.DefaultMaxAttempts
+	// (5); at most 100.
+	MaxAttempts int
+	// Deadline bounds the job's automatic work, from enqueue. Defaults to
+	// Options.DefaultDeadline (15 minutes); at most 30 days.
+	Deadline time.Duration
+	// AttemptTimeout bounds one attempt. Defaults to
+	// Options.DefaultAttemptTimeout (10 seconds); at most 10 minutes.
+	AttemptTimeout time.Duration
+	// ReplaySafe declares the request safe to repeat (like GET): unknown
+	// transport outcomes are then retried directly. Defaults to false.
+	ReplaySafe bool
+	// NoEffectStatuses lists statuses the target guarantees it did not
+	// process (e.g. 503 from a load shedder), opting into looser retries.
+	// Defaults to none.
+	NoEffectStatuses []int
+	// RunAt delays the first attempt. Defaults to now.
+	RunAt time.Time
+}
+
+// Options configures Open. A nil *Options means all defaults.
+type Options struct {
+	// LockTimeout is how long Open waits for another process's file lock.
+	// Defaults to 2 seconds.
+	LockTimeout time.Duration
+	// ReadOnly opens the file for reading only (it must exist).
+	ReadOnly bool
+	// MustExist refuses to create a missing file.
+	MustExist bool
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+	// SensitiveHeaders are shown redacted in addition to Authorization,
+	// Proxy-Authorization, Cookie, Set-Cookie and X-Api-Key.
+	SensitiveHeaders []string
+	// SensitiveParams are URL query parameters shown redacted in addition to
+	// api_key, token, access_token, signature and the like.
+	SensitiveParams []string
+	// AllowHosts, when non-empty, limits targets to these hosts (exact, or
+	// "*.example.com" for subdomains); link-local and metadata addresses
+	// are refused. Defaults to any host.
+	AllowHosts []string
+	// DefaultMaxAttempts is a job's attempt limit when it gives none.
+	// Defaults to 5.
+	DefaultMaxAttempts int
+	// DefaultDeadline is a job's deadline when it gives none. Defaults to
+	// 15 minutes.
+	DefaultDeadline time.Duration
+	// DefaultAttemptTimeout is a job's attempt timeout when it gives none.
+	// Defaults to 10 seconds.
+	DefaultAttemptTimeout time.Duration
+	// Store passes storage options through (fault hooks, batch size).
+	Store *store.Options
+	// Warn receives warnings (e.g. a database file readable by others).
+	// Defaults to standard error.
+	Warn io.Writer
+}
+
+// Client is an open idemrun database: what application code uses to
+// enqueue, inspect and steer jobs, and to embed a runner.
+type Client struct {
+	db    *store.DB
+	opts  Options
+	red   *redact.Redactor
+	allow *hostAllow
+	// notify, when set by a runner embedded in this process, wakes it after
+	// an enqueue.
+	notify func()
+}
+
+// Open opens or creates the idemrun database at path.
+func Open(path string, opts *Options) (*Client, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.DefaultMaxAttempts <= 0 {
+		o.DefaultMaxAttempts = DefaultMaxAttempts
+	}
+	if o.DefaultDeadline <= 0 {
+		o.DefaultDeadline = DefaultDeadline
+	}
+	if o.DefaultAttemptTimeout <= 0 {
+		o.DefaultAttemptTimeout = DefaultAttemptTO
+	}
+	if o.Warn == nil {
+		o.Warn = os.Stderr
+	}
+	allow, err := newHostAllow(o.AllowHosts)
+	if err != nil {
+		return nil, err
+	}
+	so := store.Options{}
+	if o.Store != nil {
+		so = *o.Store
+	}
+	if o.LockTimeout > 0 {
+		so.LockTimeout = o.LockTimeout
+	}
+	so.ReadOnly = so.ReadOnly || o.ReadOnly
+	so.MustExist = so.MustExist || o.MustExist
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+		fmt.Fprintf(o.Warn, "idemrun: warning: %s has mode %04o; it holds request credentials, make it private: chmod 600 %s\n", path, fi.Mode().Perm(), path)
+	}
+	db, err := store.Open(path, &so)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{db: db, opts: o, red: redact.New(o.SensitiveHeaders, o.SensitiveParams), allow: allow}, nil
+}
+
+// Close closes the database after every acknowledged write is on disk.
+func (c *Client) Close() error { return c.db.Close() }
+
+// Store returns the underlying store, for embedding a runner
+// (runner.New(c.Store(), cfg)).
+func (c *Client) Store() *store.DB { return c.db }
+
+// Redactor returns the redaction rules this client shows jobs with.
+func (c *Client) Redactor() *redact.Redactor { return c.red }
+
+// SetNotify registers a function called after each enqueue, so a runner in
+// the same process starts due work at once.
+func (c *Client) SetNotify(fn func()) { c.notify = fn }
+
+// EnqueueResult is the outcome of an enqueue.
+type EnqueueResult struct {
+	Job *Job
+	// Existing is true when the key already held this same request: the
+	// stored job is returned and nothing new was created.
+	Existing bool
+}
+
+// BuildJob validates a request and its options and returns the job that
+// Enqueue would store. Nothing is written.
+func (c *Client) BuildJob(req Request, o EnqueueOptions) (*store.Job, error) {
+	req.Header = append([]Header(nil), req.Header...)
+	if err := c.validate(&req, &o); err != nil {
+		return nil, err
+	}
+	if o.Key == "" {
+		o.Key = idemkey.New()
+	}
+	h := make(http.Header, len(req.Header))
+	for _, f := range req.Header {
+		h.Add(f.Name, f.Value)
+	}
+	now := c.opts.Now().UTC()
+	runAt := now
+	if !o.RunAt.IsZero() && o.RunAt.After(now) {
+		runAt = o.RunAt.UTC()
+	}
+	j := &store.Job{
+		ID:               store.NewID(),
+		Key:              o.Key,
+		Fingerprint:      idemkey.Fingerprint(req.Method, req.URL, h, req.Body),
+		State:            store.StatePending,
+		Request:          store.Request{Method: req.Method, URL: req.URL, Header: req.Header, Body: append([]byte(nil), req.Body...)},
+		StatusURL:        o.StatusURL,
+		KeyTTL:           o.KeyTTL,
+		MaxAttempts:      o.MaxAttempts,
+		DeadlineAfter:    o.Deadline,
+		AttemptTimeout:   o.AttemptTimeout,
+		ReplaySafe:       o.ReplaySafe,
+		NoEffectStatuses: append([]int(nil), o.NoEffectStatuses...),
+		CreatedAt:        now,
+		UpdatedAt:        now,
+		NextRunAt:        runAt,
+		Deadline:         now.Add(o.Deadline),
+	}
+	if o.KeyFormat != idemkey.FormatToken {
+		j.KeyFormat = o.KeyFormat.String()
+	}
+	return j, nil
+}
+
+// Enqueue validates and durably stores a job. When it returns nil, the job
+// is on disk (fsync'd). The same key with the same request returns the
+// existing job (Existing); the same key with a different request fails with
+// an error matching store.ErrKeyConflict that names the job holding it.
+func (c *Client) Enqueue(ctx context.Context, req Request, o EnqueueOptions) (EnqueueResult, error) {
+	j, err := c.BuildJob(req, o)
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	res, err := c.db.Enqueue(ctx, j)
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	if c.notify != nil && !res.Existing {
+		c.notify()
+	}
+	return EnqueueResult{Job: c.view(res.Job), Existing: res.Existing}, nil
+}
+
+// ManyItem is one job of EnqueueMany.
+type ManyItem struct {
+	Request Request
+	Options EnqueueOptions
+}
+
+// ManyResult is the outcome for one job of EnqueueMany: a job (maybe
+// Existing) or the refusal of that job alone.
+type ManyResult struct {
+	Job      *Job
+	Existing bool
+	Err      error
+}
+
+// EnqueueMany validates every job, then stores all valid ones in one
+// transaction, with Enqueue's key rules per job. Invalid jobs and key
+// conflicts get their own Err; the returned error means nothing was stored.
+func (c *Client) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResult, error) {
+	out := make([]ManyResult, len(items))
+	var jobs []*store.Job
+	var at []int
+	for i, it := range items {
+		j, err := c.BuildJob(it.Request, it.Options)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		jobs = append(jobs, j)
+		at = append(at, i)
+	}
+	if len(jobs) == 0 {
+		return out, nil
+	}
+	res, err := c.db.EnqueueMany(ctx, jobs)
+	if err != nil {
+		return nil, err
+	}
+	for k, r := range res {
+		i := at[k]
+		out[i].Err = r.Err
+		out[i].Existing = r.Existing
+		if r.Job != nil {
+			out[i].Job = c.view(r.Job)
+		}
+	}
+	if c.notify != nil {
+		c.notify()
+	}
+	return out, nil
+}
+
+// Get returns the job with this id, or the job holding this key when the
+// argument is not a job id.
+func (c *Client) Get(ctx context.Context, idOrKey string) (*Job, error) {
+	j, err := c.db.Get(idOrKey)
+	if errors.Is(err, store.ErrNotFound) {
+		j, err = c.db.GetByKey(idOrKey)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.view(j), nil
+}
+
+// GetByKey returns the job holding an idempotency key.
+func (c *Client) GetByKey(ctx context.Context, key string) (*Job, error) {
+	j, err := c.db.GetByKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return c.view(j), nil
+}
+
+// ListFilter selects jobs for List.
+type ListFilter struct {
+	// States limits the list; empty means all states.
+	States []State
+	// Limit is the page size. Defaults to 100; at most 10,000.
+	Limit int
+	// Cursor continues from a previous page's Next.
+	Cursor string
+}
+
+// ListPage is one page of jobs, newest first.
+type ListPage struct {
+	Jobs []*Job `json:"jobs"`
+	Next string `json:"next,omitempty"`
+}
+
+// List returns a page of jobs.
+func (c *Client) List(ctx context.Context, f ListFilter) (ListPage, error) {
+	if f.Limit < 0 || f.Limit > store.MaxListLimit {
+		return ListPage{}, invalid("limit", fmt.Sprint(f.Limit), fmt.Sprintf("an integer from 1 to %d", store.MaxListLimit))
+	}
+	for _, s := range f.States {
+		if _, err := store.ParseState(string(s)); err != nil {
+			return ListPage{}, invalid("state", string(s), "pending, running, unknown, succeeded, failed, needs_attention, canceled")
+		}
+	}
+	p, err := c.db.List(store.ListFilter{States: f.States, Limit: f.Limit, Cursor: f.Cursor})
+	if err != nil {
+		return ListPage{}, err
+	}
+	out := ListPage{Next: p.Next, Jobs: make([]*Job, len(p.Jobs))}
+	for i, j := range p.Jobs {
+		out.Jobs[i] = c.summary(j)
+	}
+	return out, nil
+}
+
+// Stats returns how many jobs are in each state (constant time).
+func (c *Client) Stats(ctx context.Context) (Stats, error) {
+	m, err := c.db.Stats()
+	if err != nil {
+		return nil, err
+	}
+	out := make(Stats, len(m))
+	for s, n := range m {
+		out[string(s)] = n
+	}
+	return out, nil
+}
+
+// Stats maps every state name to its job count.
+type Stats map[string]int64
+
+// Actor names who steers a job in its history. Defaults to the OS user.
+func Actor() string {
+	for _, k := range []string{"IDEMRUN_ACTOR", "USER", "LOGNAME"} {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+	}
+	return "unknown"
+}
+
+func (c *Client) resolveID(idOrKey string) (string, error) {
+	j, err := c.db.Get(idOrKey)
+	if errors.Is(err, store.ErrNotFound) {
+		j, err = c.db.GetByKey(idOrKey)
+	}
+	if err != nil {
+		return "", err
+	}
+	return j.ID, nil
+}
+
+// Cancel cancels a pending job that cannot have had an effect.
+func (c *Client) Cancel(ctx context.Context, idOrKey, actor, note string) (*Job, error) {
+	id, err := c.resolveID(idOrKey)
+	if err != nil {
+		return nil, err
+	}
+	j, err := c.db.Cancel(ctx, id, c.opts.Now().UTC(), actorOr(actor), note)
+	if err != nil {
+		return nil, err
+	}
+	return c.view(j), nil
+}
+
+// Retry moves a failed job back to pending with the same key and a fresh
+// budget.
+func (c *Client) Retry(ctx context.Context, idOrKey, actor, note string) (*Job, error) {
+	id, err := c.resolveID(idOrKey)
+	if err != nil {
+		return nil, err
+	}
+	j, err := c.db.Retry(ctx, id, c.opts.Now().UTC(), actorOr(actor), note)
+	if err != nil {
+		return nil, err
+	}
+	if c.notify != nil {
+		c.notify()
+	}
+	return c.view(j), nil
+}
+
+// Resolve ends a needs_attention job as succeeded or failed on a person's
+// word; note says why and is required.
+func (c *Client) Resolve(ctx context.Context, idOrKey string, as State, actor, note string) (*Job, error) {
+	if as != store.StateSucceeded && as != store.StateFailed {
+		return nil, invalid("as", string(as), "succeeded or failed")
+	}
+	if strings.TrimSpace(note) == "" || len(note) > MaxNoteLen {
+		return nil, invalid("note", note, fmt.Sprintf("a non-empty explanation of at most %d bytes (who checked what)", MaxNoteLen))
+	}
+	id, err := c.resolveID(idOrKey)
+	if err != nil {
+		return nil, err
+	}
+	j, err := c.db.Resolve(ctx, id, as, c.opts.Now().UTC(), actorOr(actor), note)
+	if err != nil {
+		return nil, err
+	}
+	return c.view(j), nil
+}
+
+func actorOr(a string) string {
+	if a == "" {
+		return Actor()
+	}
+	return a
+}
+
+// Backup writes a consistent copy of the database to w while work goes on.
+func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	return c.db.Backup(w)
+}
+
+// Check verifies the file (bbolt consistency and idemrun's invariants).
+func (c *Client) Check(ctx context.Context) (store.CheckReport, error) {
+	return c.db.Check()
+}
+
+// Service is every operation the CLI performs. *Client does them on the
+// file; *Remote does them through a running runner's admin API.
+type Service interface {
+	Enqueue(ctx context.Context, req Request, o EnqueueOptions) (EnqueueResult, error)
+	EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResult, error)
+	Get(ctx context.Context, idOrKey string) (*Job, error)
+	List(ctx context.Context, f ListFilter) (ListPage, error)
+	Stats(ctx context.Context) (Stats, error)
+	Cancel(ctx context.Context, idOrKey, actor, note string) (*Job, error)
+	Retry(ctx context.Context, idOrKey, actor, note string) (*Job, error)
+	Resolve(ctx context.Context, idOrKey string, as State, actor, note string) (*Job, error)
+	Backup(ctx context.Context, w io.Writer) (int64, error)
+	Close() error
+}
+
+var _ Service = (*Client)(nil)
+
+// Sweep deletes succeeded, failed and canceled jobs last updated more than
+// olderThan ago, in batches of 1000, releasing their keys. It returns how
+// many it deleted.
+func (c *Client) Sweep(ctx context.Context, olderThan time.Duration) (int, error) {
+	cutoff := c.opts.Now().Add(-olderThan)
+	total := 0
+	for {
+		n, err := c.db.Sweep(ctx, cutoff, 1000)
+		total += n
+		if err != nil || n < 1000 {
+			return total, err
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package api
+
+import (
+	"time"
+	"unicode/utf8"
+
+	"github.com/idemrun/idemrun/store"
+)
+
+// Job is the view of a job that the Go API, the CLI and the admin API show.
+// Secrets are redacted; the request body is not included (only its size).
+// JSON field names are a contract: scripts depend on them.
+type Job struct {
+	ID        string    `json:"id"`
+	Key       string    `json:"key"`
+	State     State     `json:"state"`
+	Method    string    `json:"method"`
+	URL       string    `json:"url"`
+	Attempts  int       `json:"attempts"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	NextRunAt time.Time `json:"next_run_at"`
+	LastError string    `json:"last_error"`
+	LastStatus int      `json:"last_status"`
+
+	Existing bool `json:"existing,omitempty"`
+
+	MaxAttempts    int           `json:"max_attempts"`
+	Deadline       time.Time     `json:"deadline"`
+	AttemptTimeout Duration      `json:"attempt_timeout"`
+	KeyTTL         Duration      `json:"key_ttl,omitempty"`
+	StatusURL      string        `json:"status_url,omitempty"`
+	StatusQueries  int           `json:"status_queries"`
+	LastClass      string        `json:"last_class,omitempty"`
+	Reason         string        `json:"reason,omitempty"`
+	MayHaveEffect  bool          `json:"may_have_effect"`
+	Fingerprint    string        `json:"fingerprint,omitempty"`
+	Headers        []Header      `json:"headers,omitempty"`
+	BodySize       int           `json:"body_size"`
+	Result         *Result       `json:"result,omitempty"`
+	History        []store.Event `json:"history,omitempty"`
+	HistoryDropped int           `json:"history_dropped,omitempty"`
+}
+
+// Result is the answer that ended a job.
+type Result struct {
+	HTTPStatus int    `json:"http_status,omitempty"`
+	Body       string `json:"body,omitempty"`
+	BodyBase64 []byte `json:"body_base64,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	Source     string `json:"source,omitempty"`
+}
+
+// Duration is a time.Duration that encodes as a string ("10s") in JSON.
+type Duration time.Duration
+
+// MarshalText writes the duration as Go formats it.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	*d = Duration(v)
+	return err
+}
+
+// summary is the view used in lists: no history, no result.
+func (c *Client) summary(j *store.Job) *Job {
+	v := &Job{
+		ID:             j.ID,
+		Key:            j.Key,
+		State:          j.State,
+		Method:         j.Request.Method,
+		URL:            c.red.URL(j.Request.URL),
+		Attempts:       j.Attempts,
+		CreatedAt:      j.CreatedAt,
+		UpdatedAt:      j.UpdatedAt,
+		NextRunAt:      j.NextRunAt,
+		LastError:      c.scrub(j, j.LastError),
+		LastStatus:     j.LastStatus,
+		MaxAttempts:    j.MaxAttempts,
+		Deadline:       j.Deadline,
+		AttemptTimeout: Duration(j.AttemptTimeout),
+		KeyTTL:         Duration(j.KeyTTL),
+		StatusURL:      c.red.URL(j.StatusURL),
+		StatusQueries:  j.StatusQueries,
+		LastClass:      j.LastClass,
+		Reason:         c.scrub(j, j.Reason),
+		MayHaveEffect:  j.MayHaveEffect,
+		BodySize:       len(j.Request.Body),
+	}
+	return v
+}
+
+// view is the full view: headers (redacted), result and history.
+func (c *Client) view(j *store.Job) *Job {
+	v := c.summary(j)
+	v.Fingerprint = j.Fingerprint
+	for _, h := range j.Request.Header {
+		v.Headers = append(v.Headers, Header{Name: h.Name, Value: c.red.HeaderValue(h.Name, h.Value)})
+	}
+	if r := j.Result; r != nil {
+		vr := &Result{HTTPStatus: r.HTTPStatus, Truncated: r.Truncated, Source: r.Source}
+		if utf8.Valid(r.Body) {
+			vr.Body = c.scrub(j, string(r.Body))
+		} else {
+			vr.BodyBase64 = r.Body
+		}
+		v.Result = vr
+	}
+	v.History = make([]store.Event, len(j.History))
+	for i, e := range j.History {
+		e.Error = c.scrub(j, e.Error)
+		e.Detail = c.scrub(j, e.Detail)
+		e.Note = c.scrub(j, e.Note)
+		v.History[i] = e
+	}
+	v.HistoryDropped = j.HistoryDropped
+	return v
+}
+
+// scrub removes the job's own secrets (sensitive header values, credential
+// URL parameters) from a text that might echo them.
+func (c *Client) scrub(j *store.Job, s string) string {
+	if s == "" {
+		return s
+	}
+	return c.red.String(s, c.secrets(j)...)
+}
+
+func (c *Client) secrets(j *store.Job) []string {
+	return c.red.Secrets(headerOf(j), j.Request.URL)
+}
+
+// Scrub is runner.Config.Redact for this client's redaction rules.
+func (c *Client) Scrub(j *store.Job, s string) string { return c.scrub(j, s) }
+
+func headerOf(j *store.Job) map[string][]string {
+	h := make(map[string][]string, len(j.Request.Header))
+	for _, f := range j.Request.Header {
+		h[f.Name] = append(h[f.Name], f.Value)
+	}
+	return h
+}

@@ -1,0 +1,109 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/idemrun/idemrun/store"
+)
+
+// Metrics are the Prometheus metrics of a runner and its database. Labels
+// are states, classes and outcomes only: never URLs, keys or header values.
+type Metrics struct {
+	reg       *prometheus.Registry
+	attempts  *prometheus.CounterVec
+	queries   *prometheus.CounterVec
+	attemptD  prometheus.Histogram
+	commitD   prometheus.Histogram
+	commitOps prometheus.Histogram
+}
+
+// NewMetrics builds the metrics for c and hooks commit timing into its
+// store. Jobs by state and queue lag are read at scrape time from the
+// counters and the due index (constant time).
+func NewMetrics(c *Client) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "idemrun_attempts_total", Help: "Attempts finished, by class.",
+	}, []string{"class"})
+	m.queries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "idemrun_status_queries_total", Help: "Status queries finished, by outcome.",
+	}, []string{"outcome"})
+	m.attemptD = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "idemrun_attempt_duration_seconds", Help: "Duration of one attempt, from claim to outcome.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18),
+	})
+	m.commitD = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "idemrun_commit_duration_seconds", Help: "Duration of one bbolt write transaction (group commit).",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+	})
+	m.commitOps = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "idemrun_commit_operations", Help: "Operations per committed write transaction.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+	})
+	db := c.Store()
+	jobs := prometheus.NewDesc("idemrun_jobs", "Jobs by state.", []string{"state"}, nil)
+	lag := prometheus.NewDesc("idemrun_queue_lag_seconds", "Now minus the oldest due next_run_at among pending jobs (0 when none is due).", nil, nil)
+	m.reg.MustRegister(m.attempts, m.queries, m.attemptD, m.commitD, m.commitOps,
+		collectorFunc{descs: []*prometheus.Desc{jobs, lag}, collect: func(ch chan<- prometheus.Metric) {
+			if st, err := db.Stats(); err == nil {
+				for s, n := range st {
+					ch <- prometheus.MustNewConstMetric(jobs, prometheus.GaugeValue, float64(n), string(s))
+				}
+			}
+			l := 0.0
+			if t, err := db.OldestDue(store.StatePending); err == nil && !t.IsZero() {
+				if d := time.Since(t); d > 0 {
+					l = d.Seconds()
+				}
+			}
+			ch <- prometheus.MustNewConstMetric(lag, prometheus.GaugeValue, l)
+		}})
+	for _, cl := range []string{"succeeded", "no_effect", "permanent", "unknown", "in_progress", "key_mismatch"} {
+		m.attempts.WithLabelValues(cl)
+	}
+	db.SetCommitObserver(func(d time.Duration, ops int) {
+		m.commitD.Observe(d.Seconds())
+		m.commitOps.Observe(float64(ops))
+	})
+	return m
+}
+
+// Observe records the event a runner write just closed. It is
+// runner.Config.OnWrite.
+func (m *Metrics) Observe(j *store.Job) {
+	if len(j.History) == 0 {
+		return
+	}
+	e := j.History[len(j.History)-1]
+	switch e.Kind {
+	case store.EventAttempt:
+		if !e.End.IsZero() {
+			m.attempts.WithLabelValues(e.Class).Inc()
+			m.attemptD.Observe(e.End.Sub(e.Start).Seconds())
+		}
+	case store.EventStatusQuery:
+		m.queries.WithLabelValues(e.Outcome).Inc()
+	}
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+type collectorFunc struct {
+	descs   []*prometheus.Desc
+	collect func(ch chan<- prometheus.Metric)
+}
+
+func (c collectorFunc) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c collectorFunc) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }

@@ -1,0 +1,251 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemrun/idemrun/store"
+)
+
+// SocketPath is where a runner serves its admin API for the database at
+// dbPath: the file name plus ".sock".
+func SocketPath(dbPath string) string { return dbPath + ".sock" }
+
+// Remote performs the CLI's operations through a running runner's admin
+// API. It satisfies Service.
+type Remote struct {
+	base   string
+	token  string
+	client *http.Client
+}
+
+var _ Service = (*Remote)(nil)
+
+// DialSocket connects to the admin socket beside the database at dbPath and
+// checks that it answers within 2 seconds.
+func DialSocket(dbPath string, getenv func(string) string) (*Remote, error) {
+	sock := SocketPath(dbPath)
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+		MaxIdleConnsPerHost: 4,
+	}
+	r := &Remote{base: "http://idemrun", client: &http.Client{Transport: tr, Timeout: 5 * time.Minute}}
+	if err := r.ping(); err != nil {
+		tr.CloseIdleConnections()
+		return nil, fmt.Errorf("admin socket %s: %w", sock, err)
+	}
+	return r, nil
+}
+
+// DialTCP connects to an admin API served on TCP at addr (host:port) with a
+// bearer token.
+func DialTCP(addr, token string) (*Remote, error) {
+	r := &Remote{base: "http://" + addr, token: token, client: &http.Client{Timeout: 5 * time.Minute}}
+	if err := r.ping(); err != nil {
+		return nil, fmt.Errorf("admin api %s: %w", addr, err)
+	}
+	return r, nil
+}
+
+func (r *Remote) ping() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return r.do(ctx, http.MethodGet, "/v1/health", nil, nil)
+}
+
+// RemoteError is an error answered by the admin API, with its stable code.
+type RemoteError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *RemoteError) Error() string { return e.Message }
+
+// Is maps the admin API's codes back to the package sentinels, so callers
+// (and the CLI's exit codes) treat remote and local errors alike.
+func (e *RemoteError) Is(target error) bool {
+	switch e.Code {
+	case CodeInvalid, CodeTooLarge:
+		return target == ErrInvalid
+	case CodeNotFound:
+		return target == store.ErrNotFound
+	case CodeKeyConflict:
+		return target == store.ErrKeyConflict
+	case CodeIllegalTransition:
+		return target == store.ErrIllegalTransition
+	}
+	return false
+}
+
+func (r *Remote) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, r.base+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		var we WireError
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if json.Unmarshal(b, &we) == nil && we.Error.Code != "" {
+			return &RemoteError{Status: resp.StatusCode, Code: we.Error.Code, Message: we.Error.Message}
+		}
+		return &RemoteError{Status: resp.StatusCode, Code: CodeInternal, Message: fmt.Sprintf("admin api: %s: %s", resp.Status, strings.TrimSpace(string(b)))}
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// Enqueue enqueues through the runner.
+func (r *Remote) Enqueue(ctx context.Context, req Request, o EnqueueOptions) (EnqueueResult, error) {
+	var out wireEnqueueResult
+	if err := r.do(ctx, http.MethodPost, "/v1/jobs", toWire(req, o), &out); err != nil {
+		return EnqueueResult{}, err
+	}
+	return EnqueueResult{Job: out.Job, Existing: out.Existing}, nil
+}
+
+// EnqueueMany enqueues a batch through the runner.
+func (r *Remote) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResult, error) {
+	in := struct {
+		Jobs []WireEnqueue `json:"jobs"`
+	}{}
+	for _, it := range items {
+		in.Jobs = append(in.Jobs, toWire(it.Request, it.Options))
+	}
+	var out struct {
+		Results []wireManyResult `json:"results"`
+	}
+	if err := r.do(ctx, http.MethodPost, "/v1/jobs/batch", in, &out); err != nil {
+		return nil, err
+	}
+	res := make([]ManyResult, len(out.Results))
+	for i, x := range out.Results {
+		res[i] = ManyResult{Job: x.Job, Existing: x.Existing}
+		if x.Error != nil {
+			res[i].Err = &RemoteError{Code: x.Error.Code, Message: x.Error.Message}
+		}
+	}
+	return res, nil
+}
+
+// Get returns a job by id or key.
+func (r *Remote) Get(ctx context.Context, idOrKey string) (*Job, error) {
+	var j Job
+	if err := r.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(idOrKey), nil, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// List returns a page of jobs.
+func (r *Remote) List(ctx context.Context, f ListFilter) (ListPage, error) {
+	q := url.Values{}
+	for _, s := range f.States {
+		q.Add("state", string(s))
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if f.Cursor != "" {
+		q.Set("cursor", f.Cursor)
+	}
+	var p ListPage
+	err := r.do(ctx, http.MethodGet, "/v1/jobs?"+q.Encode(), nil, &p)
+	return p, err
+}
+
+// Stats returns counts by state.
+func (r *Remote) Stats(ctx context.Context) (Stats, error) {
+	var s Stats
+	err := r.do(ctx, http.MethodGet, "/v1/stats", nil, &s)
+	return s, err
+}
+
+func (r *Remote) steer(ctx context.Context, op, id string, in wireSteer) (*Job, error) {
+	var j Job
+	if err := r.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/"+op, in, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// Cancel cancels a pending job.
+func (r *Remote) Cancel(ctx context.Context, idOrKey, actor, note string) (*Job, error) {
+	return r.steer(ctx, "cancel", idOrKey, wireSteer{Actor: actor, Note: note})
+}
+
+// Retry retries a failed job.
+func (r *Remote) Retry(ctx context.Context, idOrKey, actor, note string) (*Job, error) {
+	return r.steer(ctx, "retry", idOrKey, wireSteer{Actor: actor, Note: note})
+}
+
+// Resolve resolves a needs_attention job.
+func (r *Remote) Resolve(ctx context.Context, idOrKey string, as State, actor, note string) (*Job, error) {
+	return r.steer(ctx, "resolve", idOrKey, wireSteer{As: string(as), Actor: actor, Note: note})
+}
+
+// Backup streams a consistent copy of the database into w.
+func (r *Remote) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+"/v1/backup", nil)
+	if err != nil {
+		return 0, err
+	}
+	if r.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("admin api: backup: %s", resp.Status)
+	}
+	n, err := io.Copy(w, resp.Body)
+	if err != nil {
+		return n, fmt.Errorf("admin api: backup interrupted after %d bytes: %w", n, err)
+	}
+	return n, nil
+}
+
+// Close releases idle connections.
+func (r *Remote) Close() error {
+	r.client.CloseIdleConnections()
+	return nil
+}
+
+

@@ -1,0 +1,280 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/statusquery"
+)
+
+// Limits on what a caller controls. Each is enforced at enqueue with an
+// *InvalidError naming the field.
+const (
+	MaxURLLen          = 8 << 10
+	MaxBodyLen         = 1 << 20
+	MaxHeaders         = 100
+	MaxHeaderBytes     = 64 << 10 // all names and values together
+	MaxAttemptsLimit   = 100
+	MaxDeadline        = 30 * 24 * time.Hour
+	MaxAttemptTimeout  = 10 * time.Minute
+	MaxKeyTTL          = 365 * 24 * time.Hour
+	MaxTemplateLen     = 2048
+	MaxNoteLen         = 4096
+	DefaultMaxAttempts = 5
+	DefaultDeadline    = 15 * time.Minute
+	DefaultAttemptTO   = 10 * time.Second
+)
+
+// ErrInvalid is wrapped by every *InvalidError.
+var ErrInvalid = errors.New("api: invalid input")
+
+// InvalidError says which input was refused, its value, and what is
+// accepted. Nothing was written when it is returned.
+type InvalidError struct {
+	Field    string
+	Value    string
+	Accepted string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("invalid %s %s: accepted: %s", e.Field, e.Value, e.Accepted)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalid) true.
+func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+func invalid(field, value, accepted string) *InvalidError {
+	return &InvalidError{Field: field, Value: quoteShort(value), Accepted: accepted}
+}
+
+func quoteShort(s string) string {
+	if len(s) > 64 {
+		return strconv.Quote(s[:64]) + fmt.Sprintf("… (%d bytes)", len(s))
+	}
+	return strconv.Quote(s)
+}
+
+// ValidateURL checks a job URL: absolute http or https, a host, a valid
+// port, no user:password, at most MaxURLLen bytes.
+func ValidateURL(field, raw string) error {
+	const acc = "an absolute http:// or https:// URL with a host, no user:password, a port in 1-65535, at most 8192 bytes"
+	if len(raw) > MaxURLLen {
+		return &InvalidError{Field: field, Value: fmt.Sprintf("(%d bytes)", len(raw)), Accepted: acc}
+	}
+	if raw == "" {
+		return invalid(field, raw, acc)
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] < 0x21 || raw[i] == 0x7f {
+			return invalid(field, raw, acc+" (no spaces or control characters)")
+		}
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return invalid(field, raw, acc)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return invalid(field, raw, acc)
+	}
+	if u.User != nil {
+		return &InvalidError{Field: field, Value: strconv.Quote(u.Scheme + "://REDACTED@" + u.Host), Accepted: acc + "; put credentials in a header (-H 'Authorization: ...')"}
+	}
+	if u.Hostname() == "" || u.Opaque != "" {
+		return invalid(field, raw, acc)
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return invalid(field, raw, acc)
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return invalid(field, raw, acc)
+	}
+	if strings.HasPrefix(u.Hostname(), "[") || (strings.Contains(u.Hostname(), ":") && net.ParseIP(u.Hostname()) == nil) {
+		return invalid(field, raw, acc)
+	}
+	return nil
+}
+
+// ValidateMethod checks an HTTP method token.
+func ValidateMethod(m string) error {
+	if m == "" || len(m) > 32 || !isToken(m) {
+		return invalid("method", m, "an HTTP method token such as POST, PUT, PATCH, DELETE, GET")
+	}
+	return nil
+}
+
+// ParseHeaderLine parses a curl-style "Name: value" header line.
+func ParseHeaderLine(line string) (Header, error) {
+	const acc = "'Name: value' with a valid header name and no CR or LF"
+	name, value, ok := strings.Cut(line, ":")
+	if !ok {
+		return Header{}, invalid("header", line, acc+" (no colon found)")
+	}
+	h := Header{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)}
+	return h, validateHeader(h)
+}
+
+func validateHeader(h Header) error {
+	const acc = "'Name: value' with a valid header name (RFC 9110 token) and a value without CR, LF or NUL"
+	if !isToken(h.Name) {
+		return invalid("header name", h.Name, acc)
+	}
+	if !validHeaderValue(h.Value) {
+		return &InvalidError{Field: "header " + h.Name, Value: "(value with CR, LF or control characters)", Accepted: acc}
+	}
+	switch http.CanonicalHeaderKey(h.Name) {
+	case idemkey.HeaderName, "X-Idempotency-Key":
+		return invalid("header name", h.Name, "any header but Idempotency-Key: idemrun sets it from --key")
+	case "Content-Length", "Transfer-Encoding", "Connection", "Te", "Trailer", "Upgrade", "Keep-Alive", "Proxy-Connection":
+		return invalid("header name", h.Name, "end-to-end headers; idemrun sets framing headers itself")
+	}
+	return nil
+}
+
+func validateHeaders(hs []Header) error {
+	if len(hs) > MaxHeaders {
+		return &InvalidError{Field: "headers", Value: strconv.Itoa(len(hs)), Accepted: fmt.Sprintf("at most %d headers", MaxHeaders)}
+	}
+	total := 0
+	for _, h := range hs {
+		if err := validateHeader(h); err != nil {
+			return err
+		}
+		total += len(h.Name) + len(h.Value)
+	}
+	if total > MaxHeaderBytes {
+		return &InvalidError{Field: "headers", Value: fmt.Sprintf("(%d bytes)", total), Accepted: fmt.Sprintf("at most %d bytes of header names and values", MaxHeaderBytes)}
+	}
+	return nil
+}
+
+func validateDuration(field string, d time.Duration, zeroOK bool, max time.Duration) error {
+	if d < 0 || (d == 0 && !zeroOK) || d > max {
+		lo := "greater than 0"
+		if zeroOK {
+			lo = "0 (unset) or positive"
+		}
+		return invalid(field, d.String(), fmt.Sprintf("a duration %s and at most %s (e.g. 30s, 5m, 2h)", lo, max))
+	}
+	return nil
+}
+
+// validate checks a request and its options, filling defaults. It returns
+// the first problem as an *InvalidError.
+func (c *Client) validate(req *Request, o *EnqueueOptions) error {
+	if req.Method == "" {
+		req.Method = http.MethodPost
+	}
+	req.Method = strings.ToUpper(req.Method)
+	if err := ValidateMethod(req.Method); err != nil {
+		return err
+	}
+	if err := ValidateURL("url", req.URL); err != nil {
+		return err
+	}
+	if err := c.checkHost(req.URL); err != nil {
+		return err
+	}
+	if err := validateHeaders(req.Header); err != nil {
+		return err
+	}
+	if len(req.Body) > MaxBodyLen {
+		return &InvalidError{Field: "body", Value: fmt.Sprintf("(%d bytes)", len(req.Body)), Accepted: fmt.Sprintf("at most %d bytes (1 MiB)", MaxBodyLen)}
+	}
+	if o.Key != "" {
+		if err := idemkey.Validate(o.Key); err != nil {
+			return &InvalidError{Field: "key", Value: quoteShort(o.Key), Accepted: "1-255 printable ASCII characters (0x21-0x7E), no spaces or control characters"}
+		}
+	}
+	if o.StatusURL != "" {
+		if len(o.StatusURL) > MaxTemplateLen {
+			return &InvalidError{Field: "status-url", Value: fmt.Sprintf("(%d bytes)", len(o.StatusURL)), Accepted: fmt.Sprintf("at most %d bytes", MaxTemplateLen)}
+		}
+		if err := statusquery.ValidateTemplate(o.StatusURL); err != nil {
+			return &InvalidError{Field: "status-url", Value: quoteShort(o.StatusURL), Accepted: "an http(s) URL template containing {key} or {id}, e.g. https://api.example.com/payments?key={key} (" + err.Error() + ")"}
+		}
+		if err := c.checkHost(strings.NewReplacer("{key}", "k", "{id}", "i").Replace(o.StatusURL)); err != nil {
+			return err
+		}
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = c.opts.DefaultMaxAttempts
+	}
+	if o.MaxAttempts < 1 || o.MaxAttempts > MaxAttemptsLimit {
+		return invalid("max-attempts", strconv.Itoa(o.MaxAttempts), fmt.Sprintf("an integer from 1 to %d", MaxAttemptsLimit))
+	}
+	if o.Deadline == 0 {
+		o.Deadline = c.opts.DefaultDeadline
+	}
+	if err := validateDuration("deadline", o.Deadline, false, MaxDeadline); err != nil {
+		return err
+	}
+	if o.AttemptTimeout == 0 {
+		o.AttemptTimeout = c.opts.DefaultAttemptTimeout
+	}
+	if err := validateDuration("attempt-timeout", o.AttemptTimeout, false, MaxAttemptTimeout); err != nil {
+		return err
+	}
+	if err := validateDuration("key-ttl", o.KeyTTL, true, MaxKeyTTL); err != nil {
+		return err
+	}
+	for _, s := range o.NoEffectStatuses {
+		if s < 400 || s > 599 {
+			return invalid("no-effect-status", strconv.Itoa(s), "HTTP status codes from 400 to 599 that the target guarantees were not processed")
+		}
+	}
+	return nil
+}
+
+// isToken reports whether s is an RFC 9110 token (header names, methods).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue allows visible characters, spaces, tabs and obs-text;
+// never CR, LF, NUL or other control characters.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate checks a request and its options the way Enqueue does, without a
+// database, and returns the first problem as an *InvalidError. allowHosts is
+// the optional target allowlist.
+func Validate(req Request, o EnqueueOptions, allowHosts []string) (*Request, error) {
+	a, err := newHostAllow(allowHosts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{opts: Options{DefaultMaxAttempts: DefaultMaxAttempts, DefaultDeadline: DefaultDeadline, DefaultAttemptTimeout: DefaultAttemptTO}, allow: a}
+	req.Header = append([]Header(nil), req.Header...)
+	if err := c.validate(&req, &o); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}

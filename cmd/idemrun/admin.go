@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/store"
+)
+
+func (m *Main) backup(ctx context.Context, args []string) error {
+	fs, db := m.flags("backup", "OUT")
+	if err := m.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("backup: give exactly one output file")
+	}
+	out := fs.Arg(0)
+	src := m.dbPath(*db)
+	if abs1, _ := filepath.Abs(out); abs1 != "" {
+		if abs2, _ := filepath.Abs(src); abs1 == abs2 {
+			return &api.InvalidError{Field: "OUT", Value: fmt.Sprintf("%q", out), Accepted: "a path other than the database itself"}
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		return &api.InvalidError{Field: "OUT", Value: fmt.Sprintf("%q", out), Accepted: "a path that does not exist yet (backup never overwrites)"}
+	}
+	svc, err := m.openService(src, false)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	tmp := out + ".partial"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	n, err := svc.Backup(ctx, f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("backup: %w", err)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("backup: %w", err)
+	}
+	fmt.Fprintf(m.Stdout, "backup: wrote %d bytes to %s\n", n, out)
+	return nil
+}
+
+func (m *Main) check(ctx context.Context, args []string) error {
+	fs, db := m.flags("check", "[FILE]")
+	if err := m.parse(fs, args); err != nil {
+		return err
+	}
+	path := m.dbPath(*db)
+	if fs.NArg() == 1 {
+		path = fs.Arg(0)
+	} else if fs.NArg() > 1 {
+		return usagef("check: give at most one file")
+	}
+	c, err := api.Open(path, &api.Options{ReadOnly: true, LockTimeout: 2 * time.Second, Warn: m.Stderr})
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return fmt.Errorf("%w; check a copy instead: idemrun backup COPY && idemrun check COPY", err)
+		}
+		fmt.Fprintf(m.Stdout, "check: %s: FAILED to open: %v\n", path, err)
+		return &silentError{code: exitFailure}
+	}
+	defer c.Close()
+	rep, err := c.Check(ctx)
+	if err != nil {
+		fmt.Fprintf(m.Stdout, "check: %s: FAILED: %v\n", path, err)
+		return &silentError{code: exitFailure}
+	}
+	if !rep.OK() {
+		fmt.Fprintf(m.Stdout, "check: %s: %d jobs, %d problems:\n", path, rep.Jobs, len(rep.Problems))
+		for _, p := range rep.Problems {
+			fmt.Fprintf(m.Stdout, "  %s\n", p)
+		}
+		return &silentError{code: exitFailure}
+	}
+	fmt.Fprintf(m.Stdout, "check: %s: ok (%d jobs; bbolt pages, counters, indexes and key map consistent)\n", path, rep.Jobs)
+	return nil
+}
+
+func (m *Main) watch(ctx context.Context, args []string) error {
+	fs, db := m.flags("watch", "[--interval D] [--count N]")
+	interval := fs.Duration("interval", time.Second, "refresh interval")
+	count := fs.Int("count", 0, "stop after N refreshes (0: until interrupted)")
+	if err := m.parse(fs, args); err != nil {
+		return err
+	}
+	if *interval < 100*time.Millisecond || *interval > time.Hour {
+		return &api.InvalidError{Field: "interval", Value: interval.String(), Accepted: "a duration from 100ms to 1h"}
+	}
+	if *count < 0 {
+		return &api.InvalidError{Field: "count", Value: fmt.Sprint(*count), Accepted: "0 or more"}
+	}
+	svc, err := m.openService(m.dbPath(*db), false)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	tty := isTTY(m.Stdout)
+	var prev api.Stats
+	prevAt := time.Now()
+	for i := 0; *count == 0 || i < *count; i++ {
+		st, err := svc.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		done := st["succeeded"] + st["failed"] + st["canceled"]
+		rate := 0.0
+		if prev != nil {
+			pd := prev["succeeded"] + prev["failed"] + prev["canceled"]
+			rate = float64(done-pd) / now.Sub(prevAt).Seconds()
+		}
+		if tty {
+			fmt.Fprint(m.Stdout, "\x1b[H\x1b[2J")
+			fmt.Fprintf(m.Stdout, "idemrun watch  %s  (every %s)\n\n", now.Format(time.TimeOnly), *interval)
+			tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+			for _, s := range sortedStates(st) {
+				fmt.Fprintf(tw, "%s\t%d\t\n", s, st[s])
+			}
+			fmt.Fprintf(tw, "finished/s\t%.1f\t\n", rate)
+			tw.Flush()
+			for _, s := range []store.State{store.StateUnknown, store.StateNeedsAttention} {
+				page, err := svc.List(ctx, api.ListFilter{States: []store.State{s}, Limit: 5})
+				if err != nil || len(page.Jobs) == 0 {
+					continue
+				}
+				fmt.Fprintf(m.Stdout, "\noldest-looking %s:\n", s)
+				for _, j := range page.Jobs {
+					fmt.Fprintf(m.Stdout, "  %s  %s  %s\n", j.ID, ago(j.UpdatedAt), trunc(firstNonEmpty(j.Reason, j.LastError), 90))
+				}
+			}
+		} else {
+			var parts []string
+			for _, s := range sortedStates(st) {
+				parts = append(parts, fmt.Sprintf("%s=%d", s, st[s]))
+			}
+			fmt.Fprintf(m.Stdout, "%s %s finished/s=%.1f\n", now.Format(time.RFC3339), strings.Join(parts, " "), rate)
+		}
+		prev, prevAt = st, now
+		if *count != 0 && i == *count-1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(*interval):
+		}
+	}
+	return nil
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func isTTY(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

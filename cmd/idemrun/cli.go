@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/store"
+)
+
+// Exit codes: 0 success, 2 usage errors and invalid input (nothing
+// written), 1 anything else.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// Main is the CLI. Every command is testable without os.Exit.
+type Main struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+}
+
+// usageError marks a command-line mistake (exit 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+type command struct {
+	name    string
+	summary string
+	run     func(m *Main, ctx context.Context, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"enqueue", "store a request durably with an idempotency key", (*Main).enqueue},
+		{"list", "list jobs, newest first", (*Main).list},
+		{"show", "show one job and its history", (*Main).show},
+		{"stats", "count jobs by state", (*Main).stats},
+		{"cancel", "cancel a pending job that cannot have had an effect", (*Main).cancel},
+		{"retry", "send a failed job again (same key)", (*Main).retry},
+		{"resolve", "end a needs_attention job as succeeded or failed", (*Main).resolve},
+		{"run", "run the runner: send due jobs, retry, query status", (*Main).run},
+		{"watch", "live view of counts, rates and jobs needing a person", (*Main).watch},
+		{"backup", "write a consistent copy of the database", (*Main).backup},
+		{"check", "verify a database file (bbolt and idemrun invariants)", (*Main).check},
+	}
+}
+
+// Run runs one command and returns the process exit code.
+func (m *Main) Run(ctx context.Context, args []string) int {
+	if m.Getenv == nil {
+		m.Getenv = os.Getenv
+	}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		m.usage(m.Stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			err := c.run(m, ctx, args[1:])
+			return m.report(err)
+		}
+	}
+	fmt.Fprintf(m.Stderr, "idemrun: unknown command %q\n", args[0])
+	m.usage(m.Stderr)
+	return exitUsage
+}
+
+func (m *Main) usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: idemrun COMMAND [flags]   (idemrun COMMAND --help for its flags)")
+	fmt.Fprintln(w)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "--db defaults to $IDEMRUN_DB, else ./idemrun.db.")
+}
+
+// report prints err and maps it to an exit code.
+func (m *Main) report(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	if errors.Is(err, pflag.ErrHelp) {
+		return exitOK
+	}
+	var ue *usageError
+	var se *silentError
+	switch {
+	case errors.As(err, &se):
+		return se.code
+	case errors.As(err, &ue), errors.Is(err, api.ErrInvalid):
+		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
+		return exitUsage
+	case errors.Is(err, store.ErrNotDatabase), errors.Is(err, store.ErrNewerSchema):
+		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
+		return exitUsage
+	default:
+		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
+		return exitFailure
+	}
+}
+
+// silentError carries an exit code for a failure already printed.
+type silentError struct{ code int }
+
+func (e *silentError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// flags returns a flag set for a command, with --db.
+func (m *Main) flags(name, usage string) (*pflag.FlagSet, *string) {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.SortFlags = false
+	fs.Usage = func() {
+		fmt.Fprintf(m.Stderr, "usage: idemrun %s %s\n\n", name, usage)
+		fs.PrintDefaults()
+	}
+	db := fs.String("db", "", "database file (default $IDEMRUN_DB, else ./idemrun.db)")
+	return fs, db
+}
+
+func (m *Main) parse(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usagef("%s: %v", fs.Name(), err)
+	}
+	return nil
+}
+
+func (m *Main) dbPath(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if v := m.Getenv("IDEMRUN_DB"); v != "" {
+		return v
+	}
+	return "idemrun.db"
+}
+
+func (m *Main) printJSON(v any) error {
+	enc := json.NewEncoder(m.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// openService opens the database file, or, when a runner holds it, the
+// runner's admin socket beside it. create says whether a missing file may
+// be created (only enqueue creates).
+func (m *Main) openService(path string, create bool) (api.Service, error) {
+	opts := &api.Options{LockTimeout: 300 * time.Millisecond, MustExist: !create, Warn: m.Stderr}
+	c, err := api.Open(path, opts)
+	if err == nil {
+		return c, nil
+	}
+	if !errors.Is(err, store.ErrLocked) {
+		return nil, err
+	}
+	rem, rerr := api.DialSocket(path, m.Getenv)
+	if rerr == nil {
+		return rem, nil
+	}
+	return nil, fmt.Errorf("%w; its admin socket did not answer either (%v)", err, rerr)
+}
+
+func stateNames(ss []string) ([]store.State, error) {
+	var out []store.State
+	for _, s := range ss {
+		for _, part := range strings.Split(s, ",") {
+			st, err := store.ParseState(strings.TrimSpace(part))
+			if err != nil {
+				return nil, &api.InvalidError{Field: "--state", Value: fmt.Sprintf("%q", part), Accepted: "pending, running, unknown, succeeded, failed, needs_attention, canceled"}
+			}
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+func sortedStates(st api.Stats) []string {
+	var names []string
+	for _, s := range store.States() {
+		names = append(names, string(s))
+	}
+	for k := range st {
+		if _, err := store.ParseState(k); err != nil {
+			names = append(names, k)
+		}
+	}
+	return names
+}

@@ -1,0 +1,575 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/store"
+)
+
+func (m *Main) enqueue(ctx context.Context, args []string) error {
+	fs, db := m.flags("enqueue", "--url URL [--method POST] [-H 'Name: value']... [--data STRING | --data-file FILE|-] [--key KEY] [--status-url TEMPLATE] [--key-ttl D] [--max-attempts N] [--deadline D] [--attempt-timeout D] [--json]\n       idemrun enqueue --from FILE|- [--json]   (JSON lines, one job each)")
+	url := fs.String("url", "", "target URL (http or https)")
+	method := fs.String("method", "POST", "HTTP method")
+	headers := fs.StringArrayP("header", "H", nil, "request header 'Name: value' (repeatable), like curl -H")
+	data := fs.String("data", "", "request body; @FILE reads it from a file, like curl")
+	dataFile := fs.String("data-file", "", "read the request body from FILE, or - for standard input")
+	key := fs.String("key", "", "idempotency key (default: a new random UUIDv4)")
+	keyFormat := fs.String("key-format", "token", "Idempotency-Key header form: token or structured (IETF sf-string)")
+	statusURL := fs.String("status-url", "", "status endpoint template with {key} and/or {id}")
+	keyTTL := fs.Duration("key-ttl", 0, "how long the target deduplicates by key (enables replays without a status URL)")
+	maxAttempts := fs.Int("max-attempts", api.DefaultMaxAttempts, "attempt limit (1-100)")
+	deadline := fs.Duration("deadline", api.DefaultDeadline, "stop automatic work this long after enqueue")
+	attemptTimeout := fs.Duration("attempt-timeout", api.DefaultAttemptTO, "timeout of one attempt")
+	replaySafe := fs.Bool("replay-safe", false, "the request is safe to repeat (like GET)")
+	noEffect := fs.IntSlice("no-effect-status", nil, "statuses the target guarantees were not processed (e.g. 503)")
+	from := fs.String("from", "", "enqueue many jobs from JSON lines in FILE, or - for standard input")
+	allow := fs.StringArray("allow-host", nil, "refuse targets not on this allowlist (repeatable; exact or *.example.com)")
+	asJSON := fs.Bool("json", false, "print the job as JSON")
+	if err := m.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("enqueue: unexpected argument %q", fs.Arg(0))
+	}
+	if *from != "" {
+		return m.enqueueFrom(ctx, m.dbPath(*db), *from, *allow, *asJSON)
+	}
+	if *url == "" {
+		return usagef("enqueue: --url is required (an absolute http:// or https:// URL)")
+	}
+	req := api.Request{Method: *method, URL: *url}
+	for _, h := range *headers {
+		f, err := api.ParseHeaderLine(h)
+		if err != nil {
+			return err
+		}
+		req.Header = append(req.Header, f)
+	}
+	switch {
+	case fs.Changed("data") && fs.Changed("data-file"):
+		return usagef("enqueue: give --data or --data-file, not both")
+	case fs.Changed("data-file"):
+		b, err := m.readBody(*dataFile)
+		if err != nil {
+			return err
+		}
+		req.Body = b
+	case fs.Changed("data") && strings.HasPrefix(*data, "@"):
+		b, err := m.readBody((*data)[1:])
+		if err != nil {
+			return err
+		}
+		req.Body = b
+	case fs.Changed("data"):
+		req.Body = []byte(*data)
+	}
+	o := api.EnqueueOptions{Key: *key, StatusURL: *statusURL, KeyTTL: *keyTTL, MaxAttempts: *maxAttempts,
+		Deadline: *deadline, AttemptTimeout: *attemptTimeout, ReplaySafe: *replaySafe, NoEffectStatuses: *noEffect}
+	if fs.Changed("key") && *key == "" {
+		return &api.InvalidError{Field: "key", Value: `""`, Accepted: "1-255 printable ASCII characters (0x21-0x7E), no spaces or control characters; omit --key for a generated one"}
+	}
+	for _, c := range []struct {
+		name string
+		d    time.Duration
+	}{{"deadline", *deadline}, {"attempt-timeout", *attemptTimeout}, {"key-ttl", *keyTTL}} {
+		if fs.Changed(c.name) && c.d <= 0 {
+			return &api.InvalidError{Field: c.name, Value: c.d.String(), Accepted: "a positive duration such as 30s, 5m, 2h"}
+		}
+	}
+	if fs.Changed("max-attempts") && *maxAttempts < 1 {
+		return &api.InvalidError{Field: "max-attempts", Value: fmt.Sprint(*maxAttempts), Accepted: "an integer from 1 to 100"}
+	}
+	kf, err := idemkey.ParseFormat(*keyFormat)
+	if err != nil {
+		return &api.InvalidError{Field: "key-format", Value: fmt.Sprintf("%q", *keyFormat), Accepted: "token or structured"}
+	}
+	o.KeyFormat = kf
+	// Validate before the file is touched, so bad input writes nothing.
+	if err := m.precheck(req, o, *allow); err != nil {
+		return err
+	}
+	svc, err := m.openServiceAllow(m.dbPath(*db), *allow)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	res, err := svc.Enqueue(ctx, req, o)
+	if err != nil {
+		return err
+	}
+	res.Job.Existing = res.Existing
+	if *asJSON {
+		return m.printJSON(res.Job)
+	}
+	verb := "enqueued"
+	if res.Existing {
+		verb = "existing (same request already enqueued under this key)"
+	}
+	fmt.Fprintf(m.Stdout, "%s %s\n", verb, res.Job.ID)
+	tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  key\t%s\n  state\t%s\n  request\t%s %s\n", res.Job.Key, res.Job.State, res.Job.Method, res.Job.URL)
+	return tw.Flush()
+}
+
+// precheck validates input with an in-memory client, without opening the
+// database.
+func (m *Main) precheck(req api.Request, o api.EnqueueOptions, allow []string) error {
+	_, err := api.Validate(req, o, allow)
+	return err
+}
+
+func (m *Main) openServiceAllow(path string, allow []string) (api.Service, error) {
+	if len(allow) == 0 {
+		return m.openService(path, true)
+	}
+	return api.Open(path, &api.Options{LockTimeout: 300 * time.Millisecond, AllowHosts: allow, Warn: m.Stderr})
+}
+
+func (m *Main) readBody(name string) ([]byte, error) {
+	var r io.Reader
+	if name == "-" {
+		r = m.Stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, &api.InvalidError{Field: "data-file", Value: fmt.Sprintf("%q", name), Accepted: "a readable file, or - for standard input (" + err.Error() + ")"}
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, api.MaxBodyLen+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > api.MaxBodyLen {
+		return nil, &api.InvalidError{Field: "body", Value: "(over 1 MiB)", Accepted: "at most 1048576 bytes"}
+	}
+	return b, nil
+}
+
+// jsonLine is one job of `enqueue --from`.
+type jsonLine struct {
+	Method         string            `json:"method"`
+	URL            string            `json:"url"`
+	Headers        map[string]string `json:"headers"`
+	HeaderLines    []string          `json:"header_lines"`
+	Data           *string           `json:"data"`
+	Key            string            `json:"key"`
+	StatusURL      string            `json:"status_url"`
+	KeyTTL         api.Duration      `json:"key_ttl"`
+	MaxAttempts    int               `json:"max_attempts"`
+	Deadline       api.Duration      `json:"deadline"`
+	AttemptTimeout api.Duration      `json:"attempt_timeout"`
+	ReplaySafe     bool              `json:"replay_safe"`
+}
+
+func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []string, asJSON bool) error {
+	var r io.Reader = m.Stdin
+	if from != "-" {
+		f, err := os.Open(from)
+		if err != nil {
+			return &api.InvalidError{Field: "from", Value: fmt.Sprintf("%q", from), Accepted: "a readable JSON-lines file or - (" + err.Error() + ")"}
+		}
+		defer f.Close()
+		r = f
+	}
+	var items []api.ManyItem
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 2*api.MaxBodyLen+64<<10)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		var jl jsonLine
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&jl); err != nil {
+			return &api.InvalidError{Field: fmt.Sprintf("--from line %d", line), Value: "(JSON)", Accepted: "one JSON object per line with url, method, headers, data, key, status_url, key_ttl, max_attempts, deadline, attempt_timeout (" + err.Error() + ")"}
+		}
+		req := api.Request{Method: jl.Method, URL: jl.URL}
+		names := make([]string, 0, len(jl.Headers))
+		for n := range jl.Headers {
+			names = append(names, n)
+		}
+		sortStrings(names)
+		for _, n := range names {
+			req.Header = append(req.Header, api.Header{Name: n, Value: jl.Headers[n]})
+		}
+		for _, hl := range jl.HeaderLines {
+			h, err := api.ParseHeaderLine(hl)
+			if err != nil {
+				return fmt.Errorf("--from line %d: %w", line, err)
+			}
+			req.Header = append(req.Header, h)
+		}
+		if jl.Data != nil {
+			req.Body = []byte(*jl.Data)
+		}
+		o := api.EnqueueOptions{Key: jl.Key, StatusURL: jl.StatusURL, KeyTTL: time.Duration(jl.KeyTTL), MaxAttempts: jl.MaxAttempts,
+			Deadline: time.Duration(jl.Deadline), AttemptTimeout: time.Duration(jl.AttemptTimeout), ReplaySafe: jl.ReplaySafe}
+		if _, err := api.Validate(req, o, allow); err != nil {
+			return fmt.Errorf("--from line %d: %w", line, err)
+		}
+		items = append(items, api.ManyItem{Request: req, Options: o})
+		if len(items) > 100000 {
+			return &api.InvalidError{Field: "from", Value: "(over 100000 lines)", Accepted: "at most 100000 jobs per call"}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return &api.InvalidError{Field: "from", Value: fmt.Sprintf("line %d", line+1), Accepted: "lines of at most 2 MiB (" + err.Error() + ")"}
+	}
+	svc, err := m.openServiceAllow(path, allow)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	res, err := svc.EnqueueMany(ctx, items)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	var out []any
+	for i, r := range res {
+		if r.Err != nil {
+			failed++
+			fmt.Fprintf(m.Stderr, "idemrun: job %d: %v\n", i+1, r.Err)
+			out = append(out, map[string]any{"error": r.Err.Error()})
+			continue
+		}
+		r.Job.Existing = r.Existing
+		out = append(out, r.Job)
+	}
+	if asJSON {
+		if err := m.printJSON(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(m.Stdout, "enqueued %d jobs (%d refused)\n", len(res)-failed, failed)
+	}
+	if failed > 0 {
+		return &silentError{code: exitFailure}
+	}
+	return nil
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func (m *Main) list(ctx context.Context, args []string) error {
+	fs, db := m.flags("list", "[--state STATE]... [--limit N] [--cursor C] [--json]")
+	states := fs.StringArray("state", nil, "only jobs in this state (repeatable)")
+	limit := fs.Int("limit", 50, fmt.Sprintf("page size (1-%d)", store.MaxListLimit))
+	cursor := fs.String("cursor", "", "continue after a previous page (printed as next)")
+	asJSON := fs.Bool("json", false, "print a JSON array of jobs")
+	if err := m.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("list: unexpected argument %q", fs.Arg(0))
+	}
+	ss, err := stateNames(*states)
+	if err != nil {
+		return err
+	}
+	if *limit < 1 || *limit > store.MaxListLimit {
+		return &api.InvalidError{Field: "limit", Value: fmt.Sprint(*limit), Accepted: fmt.Sprintf("an integer from 1 to %d", store.MaxListLimit)}
+	}
+	svc, err := m.openService(m.dbPath(*db), false)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	page, err := svc.List(ctx, api.ListFilter{States: ss, Limit: *limit, Cursor: *cursor})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if page.Jobs == nil {
+			page.Jobs = []*api.Job{}
+		}
+		if page.Next != "" {
+			fmt.Fprintf(m.Stderr, "next: idemrun list --cursor %s\n", page.Next)
+		}
+		return m.printJSON(page.Jobs)
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tATTEMPTS\tLAST\tMETHOD\tURL\tUPDATED\tKEY")
+	for _, j := range page.Jobs {
+		last := "-"
+		if j.LastStatus != 0 {
+			last = fmt.Sprint(j.LastStatus)
+		} else if j.LastClass != "" {
+			last = j.LastClass
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.Attempts, j.MaxAttempts, last, j.Method, trunc(j.URL, 48), ago(j.UpdatedAt), trunc(j.Key, 40))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if page.Next != "" {
+		fmt.Fprintf(m.Stdout, "more: idemrun list --cursor %s\n", page.Next)
+	}
+	return nil
+}
+
+func trunc(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := time.Since(t)
+	switch {
+	case d < 0:
+		return "in " + (-d).Round(time.Second).String()
+	case d < time.Minute:
+		return d.Round(time.Millisecond).String() + " ago"
+	default:
+		return d.Round(time.Second).String() + " ago"
+	}
+}
+
+func (m *Main) show(ctx context.Context, args []string) error {
+	fs, db := m.flags("show", "ID|KEY [--json]")
+	asJSON := fs.Bool("json", false, "print the job as JSON")
+	if err := m.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("show: give exactly one job id or key")
+	}
+	svc, err := m.openService(m.dbPath(*db), false)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	j, err := svc.Get(ctx, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return m.printJSON(j)
+	}
+	return renderJob(m.Stdout, j)
+}
+
+func renderJob(w io.Writer, j *api.Job) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
+	p("id", "%s", j.ID)
+	p("key", "%s", j.Key)
+	p("state", "%s", j.State)
+	if j.Reason != "" {
+		p("reason", "%s", j.Reason)
+	}
+	p("request", "%s %s (%d body bytes)", j.Method, j.URL, j.BodySize)
+	for _, h := range j.Headers {
+		p("  header", "%s: %s", h.Name, h.Value)
+	}
+	p("attempts", "%d of %d (timeout %s each)", j.Attempts, j.MaxAttempts, time.Duration(j.AttemptTimeout))
+	if j.StatusURL != "" {
+		p("status url", "%s (%d queries)", j.StatusURL, j.StatusQueries)
+	}
+	if j.KeyTTL != 0 {
+		p("key ttl", "%s", time.Duration(j.KeyTTL))
+	}
+	p("created", "%s", j.CreatedAt.Format(time.RFC3339Nano))
+	p("updated", "%s", j.UpdatedAt.Format(time.RFC3339Nano))
+	p("next run", "%s", j.NextRunAt.Format(time.RFC3339Nano))
+	p("deadline", "%s", j.Deadline.Format(time.RFC3339Nano))
+	if j.LastError != "" {
+		p("last error", "%s", j.LastError)
+	}
+	if j.Result != nil {
+		body := j.Result.Body
+		if body == "" && len(j.Result.BodyBase64) > 0 {
+			body = fmt.Sprintf("(%d binary bytes)", len(j.Result.BodyBase64))
+		}
+		tr := ""
+		if j.Result.Truncated {
+			tr = " (truncated)"
+		}
+		p("result", "%d from %s%s: %s", j.Result.HTTPStatus, j.Result.Source, tr, trunc(strings.TrimSpace(body), 200))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(j.History) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nhistory:")
+	if j.HistoryDropped > 0 {
+		fmt.Fprintf(w, "  (%d older events dropped)\n", j.HistoryDropped)
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  WHEN\tWHAT\tTOOK\tRESULT\tDETAIL\tNEXT")
+	for _, e := range j.History {
+		what, result, detail, next := string(e.Kind), "", "", ""
+		took := "-"
+		if !e.End.IsZero() {
+			took = e.End.Sub(e.Start).Round(time.Microsecond).String()
+		}
+		switch e.Kind {
+		case store.EventAttempt:
+			what = fmt.Sprintf("attempt %d", e.N)
+			result = e.Class
+			if e.End.IsZero() {
+				result = "in flight"
+			}
+			if e.HTTPStatus != 0 {
+				result += fmt.Sprintf(" %d", e.HTTPStatus)
+			}
+			detail = e.Error
+			if e.RetryAfter != "" {
+				detail += " [Retry-After: " + e.RetryAfter + "]"
+			}
+			if e.Replayed != "" {
+				detail += " [Idempotent-Replayed: " + e.Replayed + "]"
+			}
+		case store.EventStatusQuery:
+			what = fmt.Sprintf("status query %d", e.N)
+			result = e.Outcome
+			if e.HTTPStatus != 0 {
+				result += fmt.Sprintf(" %d", e.HTTPStatus)
+			}
+			detail = strings.TrimSpace(e.Detail + " " + e.Error)
+		case store.EventManual:
+			what = "manual"
+			result = fmt.Sprintf("%s → %s", e.From, e.To)
+			detail = fmt.Sprintf("by %s: %s", e.Actor, e.Note)
+		case store.EventRecovery:
+			result = fmt.Sprintf("%s → %s", e.From, e.To)
+			detail = e.Detail
+		}
+		if e.Delay > 0 || e.DelayReason != "" {
+			next = fmt.Sprintf("wait %s (%s)", e.Delay.Round(time.Millisecond), e.DelayReason)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", e.Start.Format("15:04:05.000"), what, took, result, trunc(detail, 100), next)
+	}
+	return tw.Flush()
+}
+
+func (m *Main) stats(ctx context.Context, args []string) error {
+	fs, db := m.flags("stats", "[--json]")
+	asJSON := fs.Bool("json", false, "print an object with every state and its count")
+	if err := m.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("stats: unexpected argument %q", fs.Arg(0))
+	}
+	svc, err := m.openService(m.dbPath(*db), false)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	st, err := svc.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return m.printJSON(st)
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var total int64
+	for _, s := range sortedStates(st) {
+		fmt.Fprintf(tw, "%s\t%d\t\n", s, st[s])
+		total += st[s]
+	}
+	fmt.Fprintf(tw, "total\t%d\t\n", total)
+	return tw.Flush()
+}
+
+func (m *Main) cancel(ctx context.Context, args []string) error {
+	return m.steer(ctx, "cancel", args, func(svc api.Service, id, note string) (*api.Job, error) {
+		return svc.Cancel(ctx, id, api.Actor(), note)
+	})
+}
+
+func (m *Main) retry(ctx context.Context, args []string) error {
+	return m.steer(ctx, "retry", args, func(svc api.Service, id, note string) (*api.Job, error) {
+		return svc.Retry(ctx, id, api.Actor(), note)
+	})
+}
+
+func (m *Main) steer(ctx context.Context, name string, args []string, fn func(svc api.Service, id, note string) (*api.Job, error)) error {
+	fs, db := m.flags(name, "ID [--note TEXT] [--json]")
+	note := fs.String("note", "", "why (recorded in the history)")
+	asJSON := fs.Bool("json", false, "print the job as JSON")
+	if err := m.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("%s: give exactly one job id", name)
+	}
+	svc, err := m.openService(m.dbPath(*db), false)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	j, err := fn(svc, fs.Arg(0), *note)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return m.printJSON(j)
+	}
+	fmt.Fprintf(m.Stdout, "%s: %s is now %s\n", name, j.ID, j.State)
+	return nil
+}
+
+func (m *Main) resolve(ctx context.Context, args []string) error {
+	fs, db := m.flags("resolve", "ID --as succeeded|failed --note TEXT")
+	as := fs.String("as", "", "succeeded or failed")
+	note := fs.String("note", "", "what you checked (required; recorded in the history)")
+	asJSON := fs.Bool("json", false, "print the job as JSON")
+	if err := m.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("resolve: give exactly one job id")
+	}
+	if *as != "succeeded" && *as != "failed" {
+		return &api.InvalidError{Field: "as", Value: fmt.Sprintf("%q", *as), Accepted: "succeeded or failed"}
+	}
+	if strings.TrimSpace(*note) == "" {
+		return &api.InvalidError{Field: "note", Value: `""`, Accepted: "a non-empty note saying what you checked"}
+	}
+	svc, err := m.openService(m.dbPath(*db), false)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	j, err := svc.Resolve(ctx, fs.Arg(0), store.State(*as), api.Actor(), *note)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return m.printJSON(j)
+	}
+	fmt.Fprintf(m.Stdout, "resolve: %s is now %s\n", j.ID, j.State)
+	return nil
+}

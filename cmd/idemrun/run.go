@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/runner"
+	"github.com/idemrun/idemrun/statusquery"
+)
+
+func (m *Main) run(ctx context.Context, args []string) error {
+	fs, db := m.flags("run", "[--workers N] [--until-idle] [--admin ADDR --admin-token-file FILE]")
+	workers := fs.Int("workers", 16, "jobs worked at once (1-10000)")
+	untilIdle := fs.Bool("until-idle", false, "exit 0 once no job is pending, running or unknown")
+	adminAddr := fs.String("admin", "", "also serve the admin API on TCP ADDR (needs --admin-token-file)")
+	tokenFile := fs.String("admin-token-file", "", "file holding the bearer token for --admin")
+	noSocket := fs.Bool("no-socket", false, "do not serve the admin API on the unix socket beside the database")
+	allow := fs.StringArray("allow-host", nil, "only send to these hosts (repeatable; exact or *.example.com)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "text or json")
+	quiet := fs.Duration("quiet-period", 2*time.Second, "wait before the first status query of an unknown job")
+	backoffBase := fs.Duration("backoff-base", 250*time.Millisecond, "full-jitter backoff base")
+	backoffCap := fs.Duration("backoff-cap", 30*time.Second, "full-jitter backoff cap")
+	statusBackoffBase := fs.Duration("status-backoff-base", time.Second, "backoff base between status queries")
+	statusTimeout := fs.Duration("status-timeout", 5*time.Second, "timeout of one status query")
+	statusBudget := fs.Int("status-budget", 20, "status queries per unknown episode")
+	retryAfterCap := fs.Duration("retry-after-cap", 5*time.Minute, "longest Retry-After honored; longer stops the job")
+	grace := fs.Duration("shutdown-grace", 10*time.Second, "time in-flight attempts get to finish on SIGINT/SIGTERM")
+	poll := fs.Duration("poll-interval", time.Second, "longest sleep when no work is due")
+	spread := fs.Duration("startup-spread", 2*time.Second, "spread due work over this long after start")
+	retention := fs.Duration("retention", 7*24*time.Hour, "delete succeeded/failed/canceled jobs older than this (0 keeps all)")
+	if err := m.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("run: unexpected argument %q", fs.Arg(0))
+	}
+	if *workers < 1 || *workers > 10000 {
+		return &api.InvalidError{Field: "workers", Value: fmt.Sprint(*workers), Accepted: "an integer from 1 to 10000"}
+	}
+	for name, d := range map[string]time.Duration{"quiet-period": *quiet, "backoff-base": *backoffBase, "backoff-cap": *backoffCap,
+		"status-timeout": *statusTimeout, "retry-after-cap": *retryAfterCap, "shutdown-grace": *grace, "poll-interval": *poll,
+		"startup-spread": *spread, "status-backoff-base": *statusBackoffBase} {
+		if d <= 0 || d > 24*time.Hour {
+			return &api.InvalidError{Field: name, Value: d.String(), Accepted: "a positive duration up to 24h"}
+		}
+	}
+	if *retention < 0 {
+		return &api.InvalidError{Field: "retention", Value: retention.String(), Accepted: "0 (keep all) or a positive duration"}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return &api.InvalidError{Field: "log-level", Value: fmt.Sprintf("%q", *logLevel), Accepted: "debug, info, warn, error"}
+	}
+	var handler slog.Handler
+	switch *logFormat {
+	case "text":
+		handler = slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: level})
+	case "json":
+		handler = slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: level})
+	default:
+		return &api.InvalidError{Field: "log-format", Value: fmt.Sprintf("%q", *logFormat), Accepted: "text or json"}
+	}
+	logger := slog.New(handler)
+	token := ""
+	if *adminAddr != "" {
+		if *tokenFile == "" {
+			return usagef("run: --admin %s needs --admin-token-file: the admin API on TCP is refused without a bearer token", *adminAddr)
+		}
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return &api.InvalidError{Field: "admin-token-file", Value: fmt.Sprintf("%q", *tokenFile), Accepted: "a readable file holding the token (" + err.Error() + ")"}
+		}
+		token = strings.TrimSpace(string(b))
+		if len(token) < 16 {
+			return &api.InvalidError{Field: "admin-token-file", Value: "(token)", Accepted: "a token of at least 16 characters"}
+		}
+	}
+
+	path := m.dbPath(*db)
+	client, err := api.Open(path, &api.Options{AllowHosts: *allow, Warn: m.Stderr})
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+
+	checker := &statusquery.HTTPChecker{Timeout: *statusTimeout}
+	metrics := api.NewMetrics(client)
+	cfg := runner.Config{
+		Workers:       *workers,
+		UntilIdle:     *untilIdle,
+		Logger:        logger,
+		Backoff:       runner.Backoff{Base: *backoffBase, Cap: *backoffCap},
+		StatusBackoff: runner.Backoff{Base: *statusBackoffBase, Cap: max(*backoffCap, *statusBackoffBase)},
+		QuietPeriod:   *quiet,
+		StatusBudget:  *statusBudget,
+		RetryAfterCap: *retryAfterCap,
+		ShutdownGrace: *grace,
+		PollInterval:  *poll,
+		StartupSpread: *spread,
+		HTTPChecker:   checker,
+		OnWrite:       metrics.Observe,
+	}
+	r, err := client.NewRunner(cfg)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	handler2 := api.AdminHandler(client, api.AdminOptions{Metrics: metrics.Handler()})
+	if !*noSocket {
+		closeSock, err := serveSocket(api.SocketPath(path), handler2, logger)
+		if err != nil {
+			return err
+		}
+		defer closeSock()
+	}
+	if *adminAddr != "" {
+		ln, err := net.Listen("tcp", *adminAddr)
+		if err != nil {
+			return fmt.Errorf("admin api: listen %s: %w", *adminAddr, err)
+		}
+		srv := &http.Server{Handler: api.AdminHandler(client, api.AdminOptions{Token: token, Metrics: metrics.Handler()}), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		logger.Info("admin api on tcp", "addr", ln.Addr().String())
+	}
+	if *retention > 0 {
+		go sweepLoop(ctx, client, *retention, logger)
+	}
+	logger.Info("runner started", "db", path, "workers", *workers, "pid", os.Getpid())
+	if err := r.Run(ctx); err != nil {
+		return err
+	}
+	logger.Info("runner stopped")
+	return nil
+}
+
+// serveSocket serves h on a unix socket at sock, mode 0600. A socket left by
+// a crashed runner is replaced: this process holds the database lock, so no
+// live runner can own it.
+func serveSocket(sock string, h http.Handler, logger *slog.Logger) (func(), error) {
+	if len(sock) > 100 {
+		logger.Warn("database path too long for an admin socket; CLI commands cannot reach this runner", "socket", sock)
+		return func() {}, nil
+	}
+	if fi, err := os.Lstat(sock); err == nil {
+		if fi.Mode().Type() != fs.ModeSocket {
+			return nil, fmt.Errorf("admin socket: %s exists and is not a socket; remove it or move the database", sock)
+		}
+		if err := os.Remove(sock); err != nil {
+			return nil, fmt.Errorf("admin socket: removing stale %s: %w", sock, err)
+		}
+		logger.Info("replaced stale admin socket", "socket", sock)
+	}
+	old := syscall.Umask(0o077)
+	ln, err := net.Listen("unix", sock)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("admin socket: listen %s: %w", sock, err)
+	}
+	if err := os.Chmod(sock, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("admin socket: chmod %s: %w", sock, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("admin socket stopped", "err", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		_ = os.Remove(sock)
+	}, nil
+}
+
+func sweepLoop(ctx context.Context, c *api.Client, retention time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		n, err := c.Sweep(ctx, retention)
+		if err != nil && ctx.Err() == nil {
+			logger.Error("retention sweep failed", "err", err)
+		} else if n > 0 {
+			logger.Info("retention sweep", "deleted", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

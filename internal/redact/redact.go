@@ -1,0 +1,145 @@
+package redact
+
+import (
+	"net/http"
+	"strings"
+)
+
+// Placeholder replaces every hidden value.
+const Placeholder = "REDACTED"
+
+// DefaultHeaders returns the header names a Redactor always treats as
+// sensitive: Authorization, Proxy-Authorization, Cookie, Set-Cookie and
+// X-Api-Key. Each call returns a new slice.
+func DefaultHeaders() []string {
+	return []string{"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"}
+}
+
+// DefaultParams returns the URL query (and fragment) parameter names a
+// Redactor always treats as sensitive: api_key, apikey, token, access_token,
+// refresh_token, signature, sig, password, secret, client_secret and key.
+// Each call returns a new slice.
+func DefaultParams() []string {
+	return []string{
+		"api_key", "apikey", "token", "access_token", "refresh_token",
+		"signature", "sig", "password", "secret", "client_secret", "key",
+	}
+}
+
+// Redactor hides the values of sensitive headers and URL parameters. Build
+// one with New; it is safe for concurrent use, since nothing changes it after
+// New. A nil *Redactor behaves as New(nil, nil).
+type Redactor struct {
+	headers map[string]bool // lower-case names
+	params  map[string]bool // lower-case names
+}
+
+// New returns a Redactor that treats DefaultHeaders plus extraHeaders, and
+// DefaultParams plus extraParams, as sensitive. Names are compared without
+// regard to case; surrounding spaces are ignored and empty names skipped.
+func New(extraHeaders, extraParams []string) *Redactor {
+	return &Redactor{
+		headers: nameSet(DefaultHeaders(), extraHeaders),
+		params:  nameSet(DefaultParams(), extraParams),
+	}
+}
+
+func nameSet(lists ...[]string) map[string]bool {
+	m := make(map[string]bool)
+	for _, list := range lists {
+		for _, name := range list {
+			if name = strings.TrimSpace(name); name != "" {
+				m[strings.ToLower(name)] = true
+			}
+		}
+	}
+	return m
+}
+
+// orDefault lets every method work on a nil receiver.
+func (r *Redactor) orDefault() *Redactor {
+	if r == nil {
+		return New(nil, nil)
+	}
+	return r
+}
+
+// IsSensitiveHeader reports whether values of the header called name are
+// hidden, comparing names without regard to case.
+func (r *Redactor) IsSensitiveHeader(name string) bool {
+	return r.orDefault().headers[strings.ToLower(strings.TrimSpace(name))]
+}
+
+// IsSensitiveParam reports whether values of the URL parameter called name
+// are hidden, comparing names without regard to case.
+func (r *Redactor) IsSensitiveParam(name string) bool {
+	return r.orDefault().params[strings.ToLower(strings.TrimSpace(name))]
+}
+
+// HeaderValue returns value as it may be shown for the header called name:
+// unchanged when the header is not sensitive or the value is empty,
+// Placeholder otherwise. For Authorization and Proxy-Authorization the
+// scheme stays visible ("Bearer REDACTED"), since it helps debugging and
+// hides nothing.
+func (r *Redactor) HeaderValue(name, value string) string {
+	if value == "" || !r.IsSensitiveHeader(name) {
+		return value
+	}
+	if scheme, _, ok := splitAuth(name, value); ok {
+		return scheme + " " + Placeholder
+	}
+	return Placeholder
+}
+
+// Header returns a copy of h with the values of sensitive headers replaced
+// as HeaderValue does. h itself is not changed; a nil h gives nil.
+func (r *Redactor) Header(h http.Header) http.Header {
+	if h == nil {
+		return nil
+	}
+	r = r.orDefault()
+	out := make(http.Header, len(h))
+	for name, vals := range h {
+		cp := make([]string, len(vals))
+		for i, v := range vals {
+			cp[i] = r.HeaderValue(name, v)
+		}
+		if vals == nil {
+			cp = nil
+		}
+		out[name] = cp
+	}
+	return out
+}
+
+// splitAuth splits an Authorization or Proxy-Authorization value into its
+// scheme and credentials. ok is false for other headers, and when the value
+// has no scheme token followed by non-empty credentials.
+func splitAuth(name, value string) (scheme, credentials string, ok bool) {
+	if !strings.EqualFold(name, "Authorization") && !strings.EqualFold(name, "Proxy-Authorization") {
+		return "", "", false
+	}
+	scheme, credentials, found := strings.Cut(strings.TrimLeft(value, " \t"), " ")
+	credentials = strings.Trim(credentials, " \t")
+	if !found || credentials == "" || !isToken(scheme) {
+		return "", "", false
+	}
+	return scheme, credentials, true
+}
+
+// isToken reports whether s is a non-empty RFC 9110 token.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

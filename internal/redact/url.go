@@ -1,0 +1,135 @@
+package redact
+
+import (
+	"net/url"
+	"strings"
+)
+
+// URL returns raw with the values of sensitive query parameters, and of
+// sensitive key=value pairs in the fragment (where OAuth puts access_token),
+// replaced by Placeholder, and with a userinfo password replaced by
+// Placeholder. Everything else stays byte-for-byte as it was: parameter
+// order, escaping, the path. A user name is kept.
+//
+// URL never panics. When url.Parse rejects raw, everything after the first
+// '?' or '#' is replaced by Placeholder, and a password in what looks like
+// userinfo is hidden as above.
+func (r *Redactor) URL(raw string) string {
+	r = r.orDefault()
+	if _, err := url.Parse(raw); err != nil {
+		i := strings.IndexAny(raw, "?#")
+		if i < 0 {
+			return redactPassword(raw, false)
+		}
+		return redactPassword(raw[:i], false) + raw[i:i+1] + Placeholder
+	}
+	rest, frag, hasFrag := strings.Cut(raw, "#")
+	base, query, hasQuery := strings.Cut(rest, "?")
+	var b strings.Builder
+	b.Grow(len(raw) + len(Placeholder))
+	b.WriteString(redactPassword(base, true))
+	if hasQuery {
+		b.WriteByte('?')
+		r.writePairs(&b, query)
+	}
+	if hasFrag {
+		b.WriteByte('#')
+		r.writePairs(&b, frag)
+	}
+	return b.String()
+}
+
+// writePairs writes the &-separated pairs of s to b, hiding the non-empty
+// values of sensitive names.
+func (r *Redactor) writePairs(b *strings.Builder, s string) {
+	for i, pair := range strings.Split(s, "&") {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		name, value, ok := strings.Cut(pair, "=")
+		if ok && value != "" && r.IsSensitiveParam(unescape(name)) {
+			b.WriteString(name)
+			b.WriteString("=" + Placeholder)
+			continue
+		}
+		b.WriteString(pair)
+	}
+}
+
+// sensitivePairs returns the raw values of sensitive parameters in the query
+// and fragment of raw, whether or not raw parses.
+func (r *Redactor) sensitivePairs(raw string) []string {
+	i := strings.IndexAny(raw, "?#")
+	if i < 0 {
+		return nil
+	}
+	var vals []string
+	for _, part := range strings.FieldsFunc(raw[i+1:], func(c rune) bool { return c == '&' || c == '#' || c == '?' }) {
+		name, value, ok := strings.Cut(part, "=")
+		if ok && value != "" && r.IsSensitiveParam(unescape(name)) {
+			vals = append(vals, value)
+		}
+	}
+	return vals
+}
+
+// unescape query-unescapes s, or returns it unchanged if it is malformed.
+func unescape(s string) string {
+	if u, err := url.QueryUnescape(s); err == nil {
+		return u
+	}
+	return s
+}
+
+// userinfoPassword finds the password in the authority of s, which must not
+// contain the query or fragment. It returns its byte offsets, or ok false.
+// strict requires the authority to follow "scheme:" or start s, as in a URL
+// that parses; otherwise any "//" with no '/' before it will do.
+func userinfoPassword(s string, strict bool) (start, end int, ok bool) {
+	i := strings.Index(s, "//")
+	if i < 0 || strings.IndexByte(s[:i], '/') >= 0 || (strict && i > 0 && !isScheme(s[:i])) {
+		return 0, 0, false
+	}
+	authStart := i + 2
+	authority := s[authStart:]
+	if j := strings.IndexByte(authority, '/'); j >= 0 {
+		authority = authority[:j]
+	}
+	at := strings.LastIndexByte(authority, '@')
+	if at < 0 {
+		return 0, 0, false
+	}
+	colon := strings.IndexByte(authority[:at], ':')
+	if colon < 0 || colon+1 == at {
+		return 0, 0, false
+	}
+	return authStart + colon + 1, authStart + at, true
+}
+
+// redactPassword hides a userinfo password in s (a URL without its query and
+// fragment); strict is as for userinfoPassword.
+func redactPassword(s string, strict bool) string {
+	start, end, ok := userinfoPassword(s, strict)
+	if !ok {
+		return s
+	}
+	return s[:start] + Placeholder + s[end:]
+}
+
+// isScheme reports whether s is "scheme:" as RFC 3986 defines a scheme.
+func isScheme(s string) bool {
+	name, ok := strings.CutSuffix(s, ":")
+	if !ok || name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,59 @@
+package redact
+
+import (
+	"testing"
+)
+
+func TestURL(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"no query", "https://api.example.com/v1/pay", "https://api.example.com/v1/pay"},
+		{"plain query kept byte-identical", "https://h/p?b=2&a=%41+x&c", "https://h/p?b=2&a=%41+x&c"},
+		{"sensitive param", "https://h/p?page=2&api_key=abc123&z=1", "https://h/p?page=2&api_key=REDACTED&z=1"},
+		{"case-insensitive name", "https://h/p?Access_Token=abc&x=1", "https://h/p?Access_Token=REDACTED&x=1"},
+		{"escaped name", "https://h/p?%74oken=abc", "https://h/p?%74oken=REDACTED"},
+		{"repeated param", "https://h/?sig=a&sig=b", "https://h/?sig=REDACTED&sig=REDACTED"},
+		{"empty value kept", "https://h/?token=&x=1", "https://h/?token=&x=1"},
+		{"name without value", "https://h/?token&x=1", "https://h/?token&x=1"},
+		{"value with equals", "https://h/?signature=a=b==", "https://h/?signature=REDACTED"},
+		{"fragment params", "https://h/cb#access_token=abc&state=s", "https://h/cb#access_token=REDACTED&state=s"},
+		{"fragment plain", "https://h/doc#section-2", "https://h/doc#section-2"},
+		{"query and fragment", "https://h/?key=k#token=t", "https://h/?key=REDACTED#token=REDACTED"},
+		{"question mark in fragment", "https://h/#a?token=t", "https://h/#a?token=t"},
+		{"userinfo password", "https://bob:hunter2@h/p?x=1", "https://bob:REDACTED@h/p?x=1"},
+		{"userinfo user only", "https://bob@h/p", "https://bob@h/p"},
+		{"userinfo empty password", "https://bob:@h/p", "https://bob:@h/p"},
+		{"scheme-relative userinfo", "//bob:pw@h/p", "//bob:REDACTED@h/p"},
+		{"escaped password", "https://bob:p%40ss@h/", "https://bob:REDACTED@h/"},
+		{"colon in path not userinfo", "https://h/a:b@c", "https://h/a:b@c"},
+		{"at sign in query", "https://h/p?email=a:b@c", "https://h/p?email=a:b@c"},
+		{"relative", "/v1/pay?token=abc", "/v1/pay?token=REDACTED"},
+		{"only query", "?password=pw", "?password=REDACTED"},
+		{"empty", "", ""},
+		{"unparseable host", "http://[::1%zz/p?page=1&token=abc", "http://[::1%zz/p?REDACTED"},
+		{"unparseable control char", "https://h/p\x7f?page=1", "https://h/p\x7f?REDACTED"},
+		{"unparseable fragment", "http://[bad#access_token=x", "http://[bad#REDACTED"},
+		{"unparseable with password", "http://bob:pw@[bad/?x=1", "http://bob:REDACTED@[bad/?REDACTED"},
+		{"at sign in password", "http://bob:p@ss@h/?x=1", "http://bob:REDACTED@h/?x=1"},
+		{"unparseable no query", "http://[bad", "http://[bad"},
+		{"opaque", "mailto:a@b?token=t", "mailto:a@b?token=REDACTED"},
+	}
+	var nilR *Redactor
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := nilR.URL(tt.in); got != tt.want {
+				t.Errorf("URL(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestURLExtraParams(t *testing.T) {
+	r := New(nil, []string{"X-Amz-Credential", "session"})
+	in := "https://b.s3.amazonaws.com/o?X-Amz-Credential=AKIA%2F2024&x-amz-date=1&SESSION=s"
+	want := "https://b.s3.amazonaws.com/o?X-Amz-Credential=REDACTED&x-amz-date=1&SESSION=REDACTED"
+	if got := r.URL(in); got != want {
+		t.Errorf("URL(%q) = %q, want %q", in, got, want)
+	}
+}

@@ -1,0 +1,379 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/idemrun/idemrun/statusquery"
+	"github.com/idemrun/idemrun/store"
+)
+
+// attempt sends one claimed attempt and writes its outcome.
+func (r *Runner) attempt(ctx context.Context, c store.Claim) {
+	j := c.Job
+	log := r.cfg.Logger.With("job", j.ID, "attempt", j.Attempts)
+	now := r.cfg.Now()
+	left := j.Deadline.Sub(now)
+	if left <= 0 {
+		r.write(c, func(j *store.Job) error {
+			closeAttempt(j, now, ClassNoEffect, 0, "not sent: deadline passed before the attempt")
+			r.stop(j, now, "deadline passed before attempt could be sent")
+			return nil
+		})
+		log.Info("deadline passed; not sent")
+		return
+	}
+	if r.cfg.CheckSend != nil {
+		if err := r.cfg.CheckSend(ctx, j); err != nil {
+			msg := r.cfg.Redact(j, err.Error())
+			r.write(c, func(j *store.Job) error {
+				closeAttempt(j, now, ClassPermanent, 0, "not sent: "+msg)
+				j.LastError, j.LastClass = msg, string(ClassPermanent)
+				r.end(j, now, store.StateFailed, "refused before sending: "+msg)
+				return nil
+			})
+			log.Warn("send refused", "class", ClassPermanent)
+			return
+		}
+	}
+	timeout := min(j.AttemptTimeout, left)
+	if timeout <= 0 {
+		timeout = left
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	res := send(actx, r.cfg.Doer, j, r.cfg.BodyLimit, r.cfg.Now)
+	cancel()
+
+	rules := ClassifyRules{NoEffectStatuses: j.NoEffectStatuses, ReplaySafe: replaySafe(j)}
+	var v Verdict
+	if res.status != 0 {
+		v = ClassifyResponse(res.status, rules)
+	} else {
+		shutting := ctx.Err() != nil
+		v = ClassifyError(res.err, res.progress, shutting, rules)
+		if errors.Is(res.err, context.DeadlineExceeded) && actx.Err() != nil {
+			v.Reason = fmt.Sprintf("%s (attempt timeout %s)", v.Reason, timeout)
+		}
+	}
+	errText := ""
+	if res.err != nil {
+		errText = r.cfg.Redact(j, res.err.Error())
+	}
+	end := res.end
+	var delayNote string
+	r.write(c, func(j *store.Job) error {
+		ev := lastOpenAttempt(j)
+		if ev != nil {
+			ev.End = end
+			ev.Class = string(v.Class)
+			ev.HTTPStatus = res.status
+			ev.Error = firstNonEmpty(errText, v.Reason)
+			ev.Truncated = res.truncated
+			if res.header != nil {
+				ev.RetryAfter = strings.Join(res.header.Values("Retry-After"), ", ")
+				ev.Replayed = res.header.Get("Idempotent-Replayed")
+			}
+		}
+		j.LastClass = string(v.Class)
+		j.LastStatus = res.status
+		j.LastError = v.Reason
+		if errText != "" {
+			j.LastError = v.Reason + ": " + errText
+		}
+		delayNote = r.decideAfterAttempt(j, v, res, end)
+		return nil
+	})
+	log.Info("attempt finished", "class", v.Class, "status", res.status, "next", delayNote)
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func replaySafe(j *store.Job) bool {
+	switch j.Request.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return true
+	}
+	return j.ReplaySafe
+}
+
+func closeAttempt(j *store.Job, now time.Time, class Class, status int, msg string) {
+	if ev := lastOpenAttempt(j); ev != nil {
+		ev.End, ev.Class, ev.HTTPStatus, ev.Error = now, string(class), status, msg
+	}
+}
+
+// decideAfterAttempt sets the job's next state from an attempt's verdict. It
+// returns a short note for the log.
+func (r *Runner) decideAfterAttempt(j *store.Job, v Verdict, res sendResult, now time.Time) string {
+	switch v.Class {
+	case ClassSucceeded:
+		j.Result = &store.Result{HTTPStatus: res.status, Body: res.body, Truncated: res.truncated, Source: "attempt"}
+		j.MayHaveEffect = false
+		j.LastError = ""
+		r.end(j, now, store.StateSucceeded, "")
+		return "succeeded"
+	case ClassKeyMismatch:
+		j.Result = &store.Result{HTTPStatus: res.status, Body: res.body, Truncated: res.truncated, Source: "attempt"}
+		r.end(j, now, store.StateNeedsAttention, fmt.Sprintf(
+			"key mismatch: the target answered %d, saying key %q was already used with a different payload; "+
+				"find out which request the target holds, then `idemrun resolve %s --as succeeded|failed --note ...`", res.status, j.Key, j.ID))
+		return "needs_attention"
+	case ClassPermanent:
+		j.Result = &store.Result{HTTPStatus: res.status, Body: res.body, Truncated: res.truncated, Source: "attempt"}
+		r.stop(j, now, "permanent: "+j.LastError)
+		return string(j.State)
+	case ClassNoEffect:
+		return r.retryLater(j, v, res, now)
+	case ClassInProgress:
+		// 409: a request with this key is in progress at the target. It
+		// proves the target tracks the key; this send does not count
+		// against the budget.
+		j.AttemptBase++
+		j.MayHaveEffect = true
+		if r.canQuery(j) {
+			return r.toUnknown(j, now, r.cfg.QuietPeriod, "the target reports this key in progress (409); checking status")
+		}
+		return r.retryLater(j, v, res, now)
+	default: // ClassUnknown
+		j.MayHaveEffect = true
+		return r.afterUnknown(j, now)
+	}
+}
+
+// retryLater schedules the next attempt after a no-effect outcome, or stops
+// the job when the budget, the deadline or the server's wait forbid one.
+func (r *Runner) retryLater(j *store.Job, v Verdict, res sendResult, now time.Time) string {
+	if j.AttemptsLeft() <= 0 {
+		r.stop(j, now, fmt.Sprintf("%d attempts used; last error: %s", j.MaxAttempts, j.LastError))
+		return string(j.State)
+	}
+	delay := r.backoff(r.cfg.Backoff, j.Attempts-j.AttemptBase)
+	reason := "backoff"
+	if v.RetryAfterHonored && res.header != nil {
+		if ra, ok := ParseRetryAfter(res.header.Values("Retry-After"), now); ok {
+			if ra > r.cfg.RetryAfterCap {
+				r.stop(j, now, fmt.Sprintf("target asked to wait %s (Retry-After), over the cap %s; last error: %s", ra, r.cfg.RetryAfterCap, j.LastError))
+				return string(j.State)
+			}
+			if ra >= delay {
+				delay, reason = ra, "retry-after"
+			}
+		}
+	}
+	next := now.Add(delay)
+	if !next.Before(j.Deadline) {
+		r.stop(j, now, fmt.Sprintf("next attempt in %s (%s) would pass the deadline %s; last error: %s",
+			delay.Round(time.Millisecond), reason, j.Deadline.UTC().Format(time.RFC3339), j.LastError))
+		return string(j.State)
+	}
+	if ev := j.LastEvent(store.EventAttempt); ev != nil {
+		ev.Delay, ev.DelayReason = delay, reason
+	}
+	j.State = store.StatePending
+	j.NextRunAt = next
+	j.UpdatedAt = now
+	return fmt.Sprintf("retry in %s (%s)", delay.Round(time.Millisecond), reason)
+}
+
+// stop ends a job whose automatic work is over: failed when nothing it sent
+// may have taken effect, needs_attention when something may have.
+func (r *Runner) stop(j *store.Job, now time.Time, why string) {
+	if j.MayHaveEffect {
+		r.end(j, now, store.StateNeedsAttention, fmt.Sprintf(
+			"%s; an earlier attempt may have taken effect and it could not be confirmed; check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`", why, j.ID))
+		return
+	}
+	r.end(j, now, store.StateFailed, why)
+}
+
+func (r *Runner) end(j *store.Job, now time.Time, s store.State, reason string) {
+	j.State = s
+	j.Reason = reason
+	j.UpdatedAt = now
+	j.NextRunAt = now
+	j.UnknownSince = time.Time{}
+}
+
+func (r *Runner) canQuery(j *store.Job) bool {
+	return r.custom || j.StatusURL != ""
+}
+
+// toUnknown parks the job for a status query after delay.
+func (r *Runner) toUnknown(j *store.Job, now time.Time, delay time.Duration, why string) string {
+	if j.UnknownSince.IsZero() {
+		j.UnknownSince = now
+		j.StatusBase = j.StatusQueries
+	}
+	j.State = store.StateUnknown
+	j.NextRunAt = now.Add(delay)
+	j.UpdatedAt = now
+	if why != "" {
+		j.Reason = why
+	}
+	return fmt.Sprintf("status query in %s", delay.Round(time.Millisecond))
+}
+
+// afterUnknown decides what an unknown outcome leads to: a status query, a
+// replay inside the key TTL, or a person.
+func (r *Runner) afterUnknown(j *store.Job, now time.Time) string {
+	if r.canQuery(j) {
+		return r.toUnknown(j, now, r.cfg.QuietPeriod, "outcome unknown; checking the target's status endpoint before any replay")
+	}
+	return r.replayInTTL(j, now)
+}
+
+// replayInTTL replays an unknown attempt with the same key while the target
+// still deduplicates it (first send + key TTL − margin), or parks the job
+// for a person.
+func (r *Runner) replayInTTL(j *store.Job, now time.Time) string {
+	if j.KeyTTL <= 0 {
+		r.end(j, now, store.StateNeedsAttention, fmt.Sprintf(
+			"response lost after sending (%s); the target has no status endpoint and no key TTL, so idemrun cannot tell whether it took effect and will not resend; "+
+				"check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`", firstNonEmpty(j.LastError, "unknown outcome"), j.ID))
+		return "needs_attention"
+	}
+	window := j.FirstSentAt.Add(j.KeyTTL - r.cfg.KeyTTLMargin)
+	delay := r.backoff(r.cfg.Backoff, j.Attempts-j.AttemptBase)
+	switch {
+	case j.AttemptsLeft() <= 0:
+		r.stop(j, now, fmt.Sprintf("outcome unknown and %d attempts used; last error: %s", j.MaxAttempts, j.LastError))
+		return string(j.State)
+	case !now.Add(delay).Before(window):
+		r.stop(j, now, fmt.Sprintf("outcome unknown and the key TTL window (until %s) is over; replaying now could duplicate", window.UTC().Format(time.RFC3339)))
+		return string(j.State)
+	case !now.Add(delay).Before(j.Deadline):
+		r.stop(j, now, "outcome unknown and the deadline allows no replay; last error: "+j.LastError)
+		return string(j.State)
+	}
+	if ev := j.LastEvent(store.EventAttempt); ev != nil {
+		ev.Delay, ev.DelayReason = delay, "replay inside key TTL"
+	}
+	j.State = store.StatePending
+	j.NextRunAt = now.Add(delay)
+	j.UpdatedAt = now
+	return fmt.Sprintf("replay in %s inside key TTL", delay.Round(time.Millisecond))
+}
+
+// resolveUnknown runs one status query for a claimed unknown job and acts on
+// the answer.
+func (r *Runner) resolveUnknown(ctx context.Context, c store.Claim) {
+	j := c.Job
+	log := r.cfg.Logger.With("job", j.ID, "query", j.StatusQueries)
+	now := r.cfg.Now()
+	if !r.canQuery(j) {
+		r.write(c, func(j *store.Job) error {
+			r.replayInTTL(j, now)
+			return nil
+		})
+		return
+	}
+	if over := r.statusBudgetOver(j, now); over != "" {
+		r.write(c, func(j *store.Job) error {
+			r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("%s; the outcome of attempt %d is still unknown; check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`", over, j.Attempts, j.ID))
+			return nil
+		})
+		log.Warn("status budget exhausted")
+		return
+	}
+	q := statusquery.Query{JobID: j.ID, Key: j.Key, JobMethod: j.Request.Method, JobURL: j.Request.URL,
+		JobHeader: headerOf(j), Template: j.StatusURL}
+	ans := r.checker.Check(ctx, q)
+	if !ans.Outcome.Valid() {
+		ans = statusquery.Answer{Outcome: statusquery.NoAnswer, Detail: fmt.Sprintf("checker returned invalid outcome %q", ans.Outcome)}
+	}
+	end := r.cfg.Now()
+	errText := ""
+	if ans.Err != nil {
+		errText = r.cfg.Redact(j, ans.Err.Error())
+	}
+	var note string
+	r.write(c, func(j *store.Job) error {
+		j.AddEvent(store.Event{Kind: store.EventStatusQuery, N: j.StatusQueries, Start: now, End: end,
+			HTTPStatus: ans.HTTPStatus, Outcome: string(ans.Outcome), Detail: ans.Detail, Error: errText, Truncated: ans.Truncated})
+		note = r.decideAfterQuery(j, ans, end)
+		return nil
+	})
+	log.Info("status query finished", "outcome", ans.Outcome, "status", ans.HTTPStatus, "next", note)
+}
+
+func (r *Runner) statusBudgetOver(j *store.Job, now time.Time) string {
+	if used := j.StatusQueries - j.StatusBase; used > r.cfg.StatusBudget {
+		return fmt.Sprintf("status budget exhausted (%d queries)", r.cfg.StatusBudget)
+	}
+	if limit := j.Deadline.Add(r.cfg.StatusGrace); now.After(limit) {
+		return fmt.Sprintf("status budget exhausted (queries stop %s after the deadline)", r.cfg.StatusGrace)
+	}
+	return ""
+}
+
+func (r *Runner) decideAfterQuery(j *store.Job, ans statusquery.Answer, now time.Time) string {
+	result := func() *store.Result {
+		return &store.Result{HTTPStatus: ans.HTTPStatus, Body: ans.Body, Truncated: ans.Truncated, Source: "status_query"}
+	}
+	switch ans.Outcome {
+	case statusquery.FoundSucceeded:
+		j.Result = result()
+		j.MayHaveEffect = false
+		j.LastError = ""
+		r.end(j, now, store.StateSucceeded, "status query found the operation: "+ans.Detail)
+		return "succeeded"
+	case statusquery.FoundFailed:
+		j.Result = result()
+		j.MayHaveEffect = false
+		r.end(j, now, store.StateFailed, "status query found the operation failed: "+ans.Detail)
+		return "failed"
+	case statusquery.Duplicate:
+		j.Result = result()
+		r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("duplicate: the status endpoint found more than one operation for key %q (%s); reconcile at the target, then `idemrun resolve %s --as succeeded|failed --note ...`", j.Key, ans.Detail, j.ID))
+		return "needs_attention"
+	case statusquery.NotFound:
+		// The target has no trace of any attempt: none took effect.
+		j.MayHaveEffect = false
+		j.UnknownSince = time.Time{}
+		if j.AttemptsLeft() <= 0 {
+			r.end(j, now, store.StateFailed, fmt.Sprintf("the target has no record of the request and %d attempts are used; last error: %s", j.MaxAttempts, j.LastError))
+			return "failed"
+		}
+		if !now.Before(j.Deadline) {
+			r.end(j, now, store.StateFailed, "the target has no record of the request and the deadline passed; last error: "+j.LastError)
+			return "failed"
+		}
+		j.State = store.StatePending
+		j.NextRunAt = now
+		j.UpdatedAt = now
+		j.Reason = "status query: not found; replaying with the same key and bytes"
+		return "replay now"
+	default: // InProgress, NoAnswer
+		n := j.StatusQueries - j.StatusBase
+		delay := r.backoff(r.cfg.StatusBackoff, n)
+		if n >= r.cfg.StatusBudget {
+			r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("status budget exhausted (%d queries, last answer: %s %s); the outcome of attempt %d is still unknown; check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`",
+				n, ans.Outcome, ans.Detail, j.Attempts, j.ID))
+			return "needs_attention"
+		}
+		if ev := j.LastEvent(store.EventStatusQuery); ev != nil {
+			ev.Delay, ev.DelayReason = delay, "status backoff"
+		}
+		j.State = store.StateUnknown
+		j.NextRunAt = now.Add(delay)
+		j.UpdatedAt = now
+		return fmt.Sprintf("query again in %s", delay.Round(time.Millisecond))
+	}
+}
+
+func headerOf(j *store.Job) http.Header {
+	h := make(http.Header, len(j.Request.Header))
+	for _, f := range j.Request.Header {
+		h.Add(f.Name, f.Value)
+	}
+	return h
+}

@@ -1,0 +1,23 @@
+// Package runner sends stored jobs and decides what happens next.
+//
+// A Runner claims due jobs through its Store's due index, records "attempt N
+// started" durably before the first byte of attempt N leaves the process
+// (write-ahead attempt), sends the stored request with its idempotency key
+// and byte-identical method, URL, headers and body, classifies what happened
+// (design card §3), and writes the outcome: succeeded, failed, a retry at a
+// backoff or Retry-After time, or unknown. An unknown job is never sent again
+// blindly: the runner asks the target's status endpoint (package
+// statusquery) and replays only on a definite "not found", or, without a
+// status endpoint, only inside the target's key TTL. Otherwise the job is
+// parked as needs_attention with a reason a person can act on.
+//
+// On start, every job a crash left running becomes unknown: its attempt may
+// have reached the server.
+//
+// Go's http.Transport resends a request on a reused connection by itself when
+// it thinks the request is replayable, and it counts a request carrying an
+// Idempotency-Key header as replayable. The runner builds every request with
+// a body that cannot be rewound (no GetBody), so the transport never resends
+// it: each send is exactly one attempt in the store. Redirects are not
+// followed.
+package runner

@@ -1,0 +1,439 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/idemrun/idemrun/statusquery"
+	"github.com/idemrun/idemrun/store"
+)
+
+// Store is what the runner needs from storage. *store.DB satisfies it; a
+// future shared backend must too.
+type Store interface {
+	ClaimDue(ctx context.Context, s store.State, now time.Time, limit int, prepare store.ClaimFunc) ([]store.Claim, error)
+	Finish(ctx context.Context, id string, fence uint64, fn store.TransitionFunc) (*store.Job, error)
+	RecoverRunning(ctx context.Context, now time.Time, fn func(j *store.Job)) (int, error)
+	OldestDue(s store.State) (time.Time, error)
+	Stats() (map[store.State]int64, error)
+}
+
+// Config configures a Runner. Every zero field takes the default its comment
+// states.
+type Config struct {
+	// Workers is the number of jobs worked at once. Defaults to 16.
+	Workers int
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+	// Rand is the jitter source. Defaults to one seeded from crypto/rand, so
+	// two processes draw different delays. The runner locks around it.
+	Rand *rand.Rand
+	// Doer sends attempts. Defaults to NewHTTPClient(Workers). A custom Doer
+	// must not follow redirects and must not resend requests by itself.
+	Doer Doer
+	// Checker answers status queries. When nil, jobs with a status URL are
+	// checked by a statusquery.HTTPChecker and jobs without one are not
+	// checked. When set, it is asked about every unknown job.
+	Checker statusquery.Checker
+	// HTTPChecker checks jobs that have a status URL when Checker is nil.
+	// Defaults to a statusquery.HTTPChecker with its own defaults (5 s per
+	// query, 64 KiB body cap).
+	HTTPChecker *statusquery.HTTPChecker
+	// Backoff is the delay between attempts. Defaults to full jitter, base
+	// 250 ms, cap 30 s.
+	Backoff Backoff
+	// StatusBackoff is the delay between status queries of one job.
+	// Defaults to full jitter, base 1 s, cap 30 s.
+	StatusBackoff Backoff
+	// RetryAfterCap is the longest Retry-After the runner will wait; a longer
+	// one stops the job with the last error. Defaults to 5 minutes.
+	RetryAfterCap time.Duration
+	// QuietPeriod is how long an unknown job waits before its first status
+	// query (the original may still be processing). Defaults to 2 seconds.
+	QuietPeriod time.Duration
+	// StatusBudget is the most status queries per unknown episode.
+	// Defaults to 20.
+	StatusBudget int
+	// StatusGrace is how long past the job's deadline status queries go on.
+	// Defaults to 1 hour.
+	StatusGrace time.Duration
+	// KeyTTLMargin is subtracted from a job's key TTL before a replay
+	// without a status query. Defaults to 1 minute.
+	KeyTTLMargin time.Duration
+	// BodyLimit caps the response body kept per attempt. Defaults to 64 KiB.
+	BodyLimit int64
+	// PollInterval is the longest the scheduler sleeps when it sees no due
+	// work. Defaults to 1 second.
+	PollInterval time.Duration
+	// StartupSpread is how long after start the scheduler ramps up claims,
+	// so overdue jobs after a restart are spread out, not fired in one
+	// burst. Recovered jobs get their first status query spread over it as
+	// well. Defaults to 2 seconds.
+	StartupSpread time.Duration
+	// ShutdownGrace is how long in-flight attempts may run after Run's
+	// context is canceled before they are canceled too. Defaults to 10 s.
+	ShutdownGrace time.Duration
+	// UntilIdle makes Run return nil once no job is pending, running or
+	// unknown.
+	UntilIdle bool
+	// Logger receives structured logs: job id, attempt, class, delay; never
+	// header values or bodies. Defaults to a logger that discards.
+	Logger *slog.Logger
+	// OnWrite, when set, is called after every durable write a worker makes
+	// (tests wait on it instead of sleeping).
+	OnWrite func(j *store.Job)
+	// Redact scrubs secrets from error texts before they are stored.
+	// Defaults to the identity function.
+	Redact func(j *store.Job, s string) string
+	// CheckSend, when set, is called before every send; an error stops the
+	// attempt before any byte leaves (as a permanent failure). The host
+	// allowlist plugs in here.
+	CheckSend func(ctx context.Context, j *store.Job) error
+}
+
+func (c *Config) setDefaults() {
+	if c.Workers <= 0 {
+		c.Workers = 16
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Rand == nil {
+		c.Rand = NewSeededRand()
+	}
+	if c.Doer == nil {
+		c.Doer = NewHTTPClient(c.Workers)
+	}
+	if c.StatusBackoff.Base <= 0 {
+		c.StatusBackoff.Base = time.Second
+	}
+	if c.RetryAfterCap <= 0 {
+		c.RetryAfterCap = 5 * time.Minute
+	}
+	if c.QuietPeriod <= 0 {
+		c.QuietPeriod = 2 * time.Second
+	}
+	if c.StatusBudget <= 0 {
+		c.StatusBudget = 20
+	}
+	if c.StatusGrace <= 0 {
+		c.StatusGrace = time.Hour
+	}
+	if c.KeyTTLMargin <= 0 {
+		c.KeyTTLMargin = time.Minute
+	}
+	if c.BodyLimit <= 0 {
+		c.BodyLimit = 64 << 10
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Second
+	}
+	if c.StartupSpread <= 0 {
+		c.StartupSpread = 2 * time.Second
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Redact == nil {
+		c.Redact = func(_ *store.Job, s string) string { return s }
+	}
+}
+
+// Runner works jobs from a Store.
+type Runner struct {
+	store   Store
+	cfg     Config
+	checker statusquery.Checker
+	custom  bool
+
+	randMu sync.Mutex
+
+	wake chan struct{}
+	done chan struct{} // a worker finished
+
+	mu       sync.Mutex
+	inflight int
+}
+
+// New returns a Runner over s.
+func New(s Store, cfg Config) *Runner {
+	cfg.setDefaults()
+	r := &Runner{
+		store: s,
+		cfg:   cfg,
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}, 1),
+	}
+	if cfg.Checker != nil {
+		r.checker, r.custom = cfg.Checker, true
+	} else if cfg.HTTPChecker != nil {
+		r.checker = cfg.HTTPChecker
+	} else {
+		r.checker = &statusquery.HTTPChecker{}
+	}
+	return r
+}
+
+// Notify wakes the scheduler, e.g. after an enqueue, so due work does not
+// wait for the next poll.
+func (r *Runner) Notify() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Runner) jitter(max time.Duration) time.Duration {
+	if max <= 0 {
+		return 0
+	}
+	r.randMu.Lock()
+	defer r.randMu.Unlock()
+	return time.Duration(r.cfg.Rand.Int64N(int64(max) + 1))
+}
+
+func (r *Runner) backoff(b Backoff, n int) time.Duration {
+	r.randMu.Lock()
+	defer r.randMu.Unlock()
+	return b.Delay(n, r.cfg.Rand)
+}
+
+// Recover moves jobs a crash left running to unknown, their first status
+// query spread over StartupSpread after the quiet period. Run calls it
+// first; it is exported for tools that only want the recovery.
+func (r *Runner) Recover(ctx context.Context) (int, error) {
+	now := r.cfg.Now()
+	n, err := r.store.RecoverRunning(ctx, now, func(j *store.Job) {
+		j.NextRunAt = now.Add(r.cfg.QuietPeriod + r.jitter(r.cfg.StartupSpread))
+		j.LastClass = string(ClassUnknown)
+		j.LastError = fmt.Sprintf("attempt %d was in flight when the runner stopped; it may have reached the target", j.Attempts)
+		j.AddEvent(store.Event{Kind: store.EventRecovery, N: j.Attempts, Start: now, From: store.StateRunning, To: store.StateUnknown,
+			Detail: j.LastError})
+		if ev := lastOpenAttempt(j); ev != nil {
+			ev.End = now
+			ev.Class = string(ClassUnknown)
+			ev.Error = "runner stopped while in flight"
+		}
+	})
+	if n > 0 {
+		r.cfg.Logger.Info("recovered jobs left running", "count", n)
+	}
+	return n, err
+}
+
+func lastOpenAttempt(j *store.Job) *store.Event {
+	ev := j.LastEvent(store.EventAttempt)
+	if ev != nil && ev.End.IsZero() {
+		return ev
+	}
+	return nil
+}
+
+// Run recovers, then claims and works due jobs until ctx is canceled (then it
+// stops claiming, lets in-flight work finish for ShutdownGrace, cancels the
+// rest, records them and returns nil) or, with UntilIdle, until no job is
+// pending, running or unknown.
+func (r *Runner) Run(ctx context.Context) error {
+	if _, err := r.Recover(ctx); err != nil {
+		return fmt.Errorf("runner: recovery: %w", err)
+	}
+	// Attempts get their own context: canceled only after the grace period.
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+
+	start := time.Now()
+	for {
+		if ctx.Err() != nil {
+			return r.shutdown(&wg, cancelWork)
+		}
+		free := r.cfg.Workers - r.load()
+		if el := time.Since(start); el < r.cfg.StartupSpread {
+			ramp := max(1, int(int64(r.cfg.Workers)*int64(el)/int64(r.cfg.StartupSpread)))
+			free = min(free, ramp-r.load())
+		}
+		claimed := 0
+		if free > 0 {
+			n, err := r.claimAndStart(ctx, workCtx, &wg, free)
+			if err != nil {
+				if ctx.Err() != nil {
+					continue
+				}
+				r.cfg.Logger.Error("claim failed", "err", err)
+				if !sleepCtx(ctx, r.cfg.PollInterval) {
+					continue
+				}
+			}
+			claimed = n
+		}
+		if claimed > 0 && claimed == free {
+			continue // there may be more due work right now
+		}
+		if r.cfg.UntilIdle && r.load() == 0 {
+			idle, err := r.idle()
+			if err != nil {
+				return err
+			}
+			if idle {
+				return nil
+			}
+		}
+		r.wait(ctx, free > claimed)
+	}
+}
+
+func (r *Runner) load() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inflight
+}
+
+func (r *Runner) idle() (bool, error) {
+	st, err := r.store.Stats()
+	if err != nil {
+		return false, fmt.Errorf("runner: stats: %w", err)
+	}
+	return st[store.StatePending]+st[store.StateRunning]+st[store.StateUnknown] == 0, nil
+}
+
+// wait sleeps until the next due time, a wake-up, a finished worker, or
+// the poll interval.
+func (r *Runner) wait(ctx context.Context, haveSlots bool) {
+	d := r.cfg.PollInterval
+	if haveSlots {
+		now := r.cfg.Now()
+		for _, s := range []store.State{store.StatePending, store.StateUnknown} {
+			if t, err := r.store.OldestDue(s); err == nil && !t.IsZero() {
+				if until := t.Sub(now); until < d {
+					d = max(until, time.Millisecond)
+				}
+			}
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-r.wake:
+	case <-r.done:
+	case <-t.C:
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// claimAndStart claims up to free due jobs, pending first, and starts a
+// worker for each.
+func (r *Runner) claimAndStart(ctx, workCtx context.Context, wg *sync.WaitGroup, free int) (int, error) {
+	now := r.cfg.Now()
+	started := 0
+	pend, err := r.store.ClaimDue(ctx, store.StatePending, now, free, func(j *store.Job) {
+		j.AddEvent(store.Event{Kind: store.EventAttempt, N: j.Attempts, Start: now})
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range pend {
+		r.start(workCtx, wg, c, r.attempt)
+		started++
+	}
+	if free -= len(pend); free <= 0 {
+		return started, nil
+	}
+	// An unknown claim leases the job: next_run_at moves past the longest a
+	// query can take, so a crash mid-query only delays the next one.
+	lease := r.queryTimeout() + r.cfg.QuietPeriod
+	unk, err := r.store.ClaimDue(ctx, store.StateUnknown, now, free, func(j *store.Job) {
+		j.NextRunAt = now.Add(lease)
+	})
+	if err != nil {
+		return started, err
+	}
+	for _, c := range unk {
+		r.start(workCtx, wg, c, r.resolveUnknown)
+		started++
+	}
+	return started, nil
+}
+
+func (r *Runner) queryTimeout() time.Duration {
+	if hc, ok := r.checker.(*statusquery.HTTPChecker); ok && hc.Timeout > 0 {
+		return hc.Timeout
+	}
+	return 5 * time.Second
+}
+
+func (r *Runner) start(ctx context.Context, wg *sync.WaitGroup, c store.Claim, work func(context.Context, store.Claim)) {
+	r.mu.Lock()
+	r.inflight++
+	r.mu.Unlock()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() {
+			r.mu.Lock()
+			r.inflight--
+			r.mu.Unlock()
+			select {
+			case r.done <- struct{}{}:
+			default:
+			}
+		}()
+		work(ctx, c)
+	}()
+}
+
+// shutdown waits up to ShutdownGrace for in-flight work, then cancels it;
+// workers record a canceled attempt as unknown before they return.
+func (r *Runner) shutdown(wg *sync.WaitGroup, cancelWork context.CancelFunc) error {
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	t := time.NewTimer(r.cfg.ShutdownGrace)
+	defer t.Stop()
+	select {
+	case <-finished:
+	case <-t.C:
+		r.cfg.Logger.Warn("shutdown grace over; canceling in-flight attempts", "in_flight", r.load())
+		cancelWork()
+		<-finished
+	}
+	return nil
+}
+
+// write is Finish plus logging and the test hook. A fenced write means a
+// newer claim owns the job; it is logged and dropped.
+func (r *Runner) write(c store.Claim, fn store.TransitionFunc) {
+	// Outcome writes must land even during shutdown.
+	j, err := r.store.Finish(context.Background(), c.Job.ID, c.Fence, fn)
+	if err != nil {
+		if errors.Is(err, store.ErrFenced) {
+			r.cfg.Logger.Warn("stale claim dropped", "job", c.Job.ID, "fence", c.Fence)
+			return
+		}
+		// The job stays as claimed (running stays running): recovery turns
+		// it unknown on the next start.
+		r.cfg.Logger.Error("writing outcome failed; job left for recovery", "job", c.Job.ID, "err", err)
+		return
+	}
+	if r.cfg.OnWrite != nil {
+		r.cfg.OnWrite(j)
+	}
+}

@@ -1,0 +1,183 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/store"
+)
+
+// Doer sends one HTTP request. *http.Client satisfies it.
+type Doer interface {
+	Do(*http.Request) (*http.Response, error)
+}
+
+// NewHTTPClient returns the client the runner uses by default: its own
+// transport (HTTP/1.1, keep-alive, no transparent compression, so the bytes
+// sent are the stored bytes), up to maxIdlePerHost idle connections per
+// host, and no redirect following (a 3xx is returned as the answer).
+func NewHTTPClient(maxIdlePerHost int) *http.Client {
+	if maxIdlePerHost <= 0 {
+		maxIdlePerHost = 16
+	}
+	tr := &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   10 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:   10 * time.Second,
+		MaxIdleConns:          4 * maxIdlePerHost,
+		MaxIdleConnsPerHost:   maxIdlePerHost,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+	}
+	return &http.Client{
+		Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// BuildRequest builds the HTTP request of a job exactly as stored, with its
+// Idempotency-Key header. The body is a non-rewindable reader (GetBody is
+// nil), which is what keeps net/http from resending the request on its own
+// (Request.isReplayable is false for it). Exported so tests and tools can
+// check the request a job sends.
+func BuildRequest(ctx context.Context, j *store.Job) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, j.Request.Method, j.Request.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range j.Request.Header {
+		if strings.EqualFold(h.Name, "Host") {
+			req.Host = h.Value
+			continue
+		}
+		req.Header.Add(h.Name, h.Value)
+	}
+	format := idemkey.FormatToken
+	if j.KeyFormat != "" {
+		if f, err := idemkey.ParseFormat(j.KeyFormat); err == nil {
+			format = f
+		}
+	}
+	req.Header.Set(idemkey.HeaderName, idemkey.FormatHeader(j.Key, format))
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", "idemrun")
+	}
+	req.Body = io.NopCloser(bytes.NewReader(j.Request.Body))
+	req.ContentLength = int64(len(j.Request.Body))
+	req.GetBody = nil
+	return req, nil
+}
+
+// sendResult is what one attempt observed.
+type sendResult struct {
+	progress   Progress
+	status     int
+	header     http.Header
+	body       []byte
+	truncated  bool
+	err        error
+	start, end time.Time
+}
+
+// progressTracker collects httptrace callbacks; they may run on transport
+// goroutines, so it locks.
+type progressTracker struct {
+	mu sync.Mutex
+	p  Progress
+}
+
+func (t *progressTracker) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			t.mu.Lock()
+			t.p.GotConn, t.p.Reused = true, info.Reused
+			t.mu.Unlock()
+		},
+		WroteHeaders: func() {
+			t.mu.Lock()
+			t.p.WroteHeaders = true
+			t.mu.Unlock()
+		},
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			t.mu.Lock()
+			// A failed body write may still have delivered part of the
+			// request; WroteHeaders already says bytes left.
+			t.p.WroteRequest = info.Err == nil
+			t.mu.Unlock()
+		},
+		GotFirstResponseByte: func() {
+			t.mu.Lock()
+			t.p.GotFirstByte = true
+			t.mu.Unlock()
+		},
+	}
+}
+
+func (t *progressTracker) get() Progress {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.p
+}
+
+// drainLimit bounds how much of an over-cap body is read to let the
+// connection be reused; beyond it the connection is closed instead.
+const drainLimit = 256 << 10
+
+// send performs one attempt: one network send and no hidden ones.
+func send(ctx context.Context, doer Doer, j *store.Job, bodyLimit int64, now func() time.Time) sendResult {
+	var res sendResult
+	res.start = now()
+	tr := &progressTracker{}
+	ctx = httptrace.WithClientTrace(ctx, tr.trace())
+	req, err := BuildRequest(ctx, j)
+	if err != nil {
+		res.err = err
+		res.end = now()
+		return res
+	}
+	resp, err := doer.Do(req)
+	res.progress = tr.get()
+	if err != nil {
+		res.err = err
+		res.end = now()
+		return res
+	}
+	defer resp.Body.Close()
+	res.status = resp.StatusCode
+	res.header = resp.Header
+	body, err := io.ReadAll(io.LimitReader(resp.Body, bodyLimit+1))
+	if int64(len(body)) > bodyLimit {
+		body = body[:bodyLimit]
+		res.truncated = true
+	}
+	res.body = body
+	if err == nil {
+		_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
+	} else if !errors.Is(err, context.Canceled) {
+		// The status line arrived; a broken body does not change what the
+		// server decided. Keep the error for the record.
+		res.err = fmt.Errorf("reading response body: %w", err)
+	}
+	res.progress = tr.get()
+	res.end = now()
+	return res
+}

@@ -1,0 +1,212 @@
+package statusquery_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/idemrun/idemrun/statusquery"
+)
+
+// protocolCase is one row of DESIGN §5, or a body that lies about it. The
+// same table runs through Interpret and through HTTPChecker.
+type protocolCase struct {
+	name       string
+	status     int
+	body       string
+	truncated  bool
+	want       statusquery.Outcome
+	wantDetail string
+	noHTTP     bool // a net/http server cannot send this answer
+}
+
+const bom = "\xEF\xBB\xBF"
+
+func protocolCases() []protocolCase {
+	cases := []protocolCase{
+		// 404, 410: not found, whatever the body says.
+		{name: "404", status: 404, body: "", want: statusquery.NotFound, wantDetail: "404 not found"},
+		{name: "404 with found body", status: 404, body: `{"status":"succeeded"}`, want: statusquery.NotFound, wantDetail: "404 not found"},
+		{name: "410", status: 410, body: "gone", want: statusquery.NotFound, wantDetail: "410 gone"},
+
+		// 2xx, status/state in the in-progress set.
+		{name: "pending", status: 200, body: `{"status":"pending"}`, want: statusquery.InProgress, wantDetail: `status "pending"`},
+		{name: "processing", status: 200, body: `{"id":"op_1","status":"processing"}`, want: statusquery.InProgress, wantDetail: `status "processing"`},
+		{name: "in_progress", status: 200, body: `{"status":"in_progress"}`, want: statusquery.InProgress, wantDetail: `status "in_progress"`},
+		{name: "running", status: 200, body: `{"status":"running"}`, want: statusquery.InProgress, wantDetail: `status "running"`},
+		{name: "queued", status: 200, body: `{"status":"queued"}`, want: statusquery.InProgress, wantDetail: `status "queued"`},
+		{name: "accepted 202 state", status: 202, body: `{"state":"accepted"}`, want: statusquery.InProgress, wantDetail: `state "accepted"`},
+		{name: "case and space", status: 200, body: `{"state":"  Processing \n"}`, want: statusquery.InProgress, wantDetail: `state "Processing"`},
+		{name: "InProgress", status: 200, body: `{"status":"InProgress"}`, want: statusquery.InProgress, wantDetail: `status "InProgress"`},
+		{name: "in-progress", status: 200, body: `{"status":"in-progress"}`, want: statusquery.InProgress, wantDetail: `status "in-progress"`},
+		{name: "IN PROGRESS", status: 200, body: `{"status":"IN PROGRESS"}`, want: statusquery.InProgress, wantDetail: `status "IN PROGRESS"`},
+		{name: "member name case", status: 200, body: `{"Status":"RUNNING"}`, want: statusquery.InProgress, wantDetail: `status "RUNNING"`},
+		{name: "escaped word", status: 200, body: `{"status":"r\u0075nning"}`, want: statusquery.InProgress, wantDetail: `status "running"`},
+
+		// 2xx, status/state in the failed set.
+		{name: "failed", status: 200, body: `{"status":"failed","reason":"card declined"}`, want: statusquery.FoundFailed, wantDetail: `status "failed"`},
+		{name: "declined", status: 200, body: `{"status":"declined"}`, want: statusquery.FoundFailed, wantDetail: `status "declined"`},
+		{name: "rejected", status: 200, body: `{"status":"rejected"}`, want: statusquery.FoundFailed, wantDetail: `status "rejected"`},
+		{name: "canceled", status: 200, body: `{"status":"canceled"}`, want: statusquery.FoundFailed, wantDetail: `status "canceled"`},
+		{name: "cancelled", status: 200, body: `{"status":"cancelled"}`, want: statusquery.FoundFailed, wantDetail: `status "cancelled"`},
+		{name: "error", status: 200, body: `{"status":"error"}`, want: statusquery.FoundFailed, wantDetail: `status "error"`},
+		{name: "state DECLINED", status: 201, body: `{"state":"DECLINED"}`, want: statusquery.FoundFailed, wantDetail: `state "DECLINED"`},
+		{name: "BOM before failed", status: 200, body: bom + `{"status":"failed"}`, want: statusquery.FoundFailed, wantDetail: `status "failed"`},
+
+		// Rows in table order: in progress wins over failed, status/state over lists.
+		{name: "failed status, running state", status: 200, body: `{"status":"failed","state":"running"}`, want: statusquery.InProgress, wantDetail: `state "running"`},
+		{name: "succeeded status, failed state", status: 200, body: `{"status":"succeeded","state":"failed"}`, want: statusquery.FoundFailed, wantDetail: `state "failed"`},
+		{name: "processing envelope, empty data", status: 200, body: `{"status":"processing","data":[]}`, want: statusquery.InProgress, wantDetail: `status "processing"`},
+		{name: "JSend success, empty data", status: 200, body: `{"status":"success","data":[]}`, want: statusquery.NotFound, wantDetail: "0 items"},
+
+		// 2xx lists.
+		{name: "empty array", status: 200, body: `[]`, want: statusquery.NotFound, wantDetail: "0 items"},
+		{name: "empty array spaced", status: 200, body: " [ \n ] ", want: statusquery.NotFound, wantDetail: "0 items"},
+		{name: "BOM empty array", status: 200, body: bom + `[]`, want: statusquery.NotFound, wantDetail: "0 items"},
+		{name: "empty data", status: 200, body: `{"object":"list","data":[],"has_more":false}`, want: statusquery.NotFound, wantDetail: "0 items"},
+		{name: "two items", status: 200, body: `[{"id":1},{"id":2}]`, want: statusquery.Duplicate, wantDetail: "2 items"},
+		{name: "data two numbers", status: 200, body: `{"data":[1,2]}`, want: statusquery.Duplicate, wantDetail: "2 items"},
+		{name: "three failed items", status: 200, body: `[{"status":"failed"},{"status":"failed"},{"status":"failed"}]`, want: statusquery.Duplicate, wantDetail: "3 items"},
+		{name: "one empty item", status: 200, body: `[{}]`, want: statusquery.FoundSucceeded, wantDetail: "1 item"},
+		{name: "one item processing", status: 200, body: `[{"id":"op_1","status":"processing"}]`, want: statusquery.InProgress, wantDetail: `1 item, status "processing"`},
+		{name: "one data item failed", status: 200, body: `{"data":[{"state":"failed"}]}`, want: statusquery.FoundFailed, wantDetail: `1 item, state "failed"`},
+		{name: "one item succeeded", status: 200, body: `[{"status":"succeeded"}]`, want: statusquery.FoundSucceeded, wantDetail: `1 item, status "succeeded"`},
+		{name: "one scalar item", status: 200, body: `["failed"]`, want: statusquery.FoundSucceeded, wantDetail: "1 item"},
+		{name: "one null item", status: 200, body: `[null]`, want: statusquery.FoundSucceeded, wantDetail: "1 item"},
+		{name: "nested list is one item", status: 200, body: `[[]]`, want: statusquery.FoundSucceeded, wantDetail: "1 item"},
+		{name: "item's own data not read", status: 200, body: `[{"data":[]}]`, want: statusquery.FoundSucceeded, wantDetail: "1 item"},
+
+		// Other 2xx: found.
+		{name: "succeeded", status: 200, body: `{"status":"succeeded"}`, want: statusquery.FoundSucceeded, wantDetail: `status "succeeded"`},
+		{name: "no status", status: 200, body: `{"id":"op_1","amount":100}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
+		{name: "not JSON", status: 200, body: "OK", want: statusquery.FoundSucceeded, wantDetail: "not JSON"},
+		{name: "HTML", status: 200, body: "<html><body>failed</body></html>", want: statusquery.FoundSucceeded, wantDetail: "not JSON"},
+		{name: "empty 200", status: 200, body: "", want: statusquery.FoundSucceeded, wantDetail: "empty body"},
+		{name: "204", status: 204, body: "", want: statusquery.FoundSucceeded, wantDetail: "empty body"},
+		{name: "whitespace only", status: 200, body: " \r\n\t", want: statusquery.FoundSucceeded, wantDetail: "empty body"},
+		{name: "299 odd 2xx", status: 299, body: `{}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
+
+		// Lying bodies.
+		{name: "status 42", status: 200, body: `{"status":42}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
+		{name: "status null", status: 200, body: `{"status":null}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
+		{name: "status true", status: 200, body: `{"status":true,"state":null}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
+		{name: "status object", status: 200, body: `{"status":{"status":"failed"}}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
+		{name: "status array", status: 200, body: `{"status":["failed"]}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
+		{name: "data string", status: 200, body: `{"data":"x"}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
+		{name: "data null", status: 200, body: `{"data":null}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
+		{name: "data object", status: 200, body: `{"data":{"items":[]}}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
+		{name: "nested status not read", status: 200, body: `{"result":{"status":"failed","data":[]}}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
+		{name: "top-level string", status: 200, body: `"failed"`, want: statusquery.FoundSucceeded, wantDetail: "JSON string"},
+		{name: "top-level number", status: 200, body: `42`, want: statusquery.FoundSucceeded, wantDetail: "JSON number"},
+		{name: "huge number", status: 200, body: `1e999999999`, want: statusquery.FoundSucceeded, wantDetail: "JSON number"},
+		{name: "huge number member", status: 200, body: `{"amount":1e999999999,"status":"queued"}`, want: statusquery.InProgress, wantDetail: `status "queued"`},
+		{name: "top-level true", status: 200, body: `true`, want: statusquery.FoundSucceeded, wantDetail: "JSON boolean"},
+		{name: "top-level null", status: 200, body: `null`, want: statusquery.FoundSucceeded, wantDetail: "JSON null"},
+		{name: "trailing garbage", status: 200, body: `{"status":"failed"} x`, want: statusquery.FoundSucceeded, wantDetail: "not JSON"},
+		{name: "two values", status: 200, body: `[]{"status":"failed"}`, want: statusquery.FoundSucceeded, wantDetail: "not JSON"},
+		{name: "unclosed", status: 200, body: `[{"status":"failed"}`, want: statusquery.FoundSucceeded, wantDetail: "not JSON"},
+		{name: "deep nesting", status: 200, body: strings.Repeat("[", 20000) + strings.Repeat("]", 20000), want: statusquery.FoundSucceeded, wantDetail: "not JSON"},
+		{name: "two BOMs", status: 200, body: bom + bom + `[]`, want: statusquery.FoundSucceeded, wantDetail: "not JSON"},
+		{name: "word with NUL", status: 200, body: `{"status":"failed\u0000"}`, want: statusquery.FoundSucceeded, wantDetail: `status "failed\x00"`},
+		{name: "invalid UTF-8 word", status: 200, body: "{\"status\":\"\xff\"}", want: statusquery.FoundSucceeded, wantDetail: `status "` + "\uFFFD" + `"`},
+		{name: "Kelvin sign is not k", status: 200, body: `{"status":"` + "\u212A" + `"}`, want: statusquery.FoundSucceeded, wantDetail: `status "` + "\u212A" + `"`},
+		{name: "long word cut", status: 200, body: `{"status":"` + strings.Repeat("x", 100) + `"}`, want: statusquery.FoundSucceeded, wantDetail: `status "` + strings.Repeat("x", 32) + `"...`},
+		{name: "repeated status", status: 200, body: `{"status":"failed","status":"succeeded"}`, want: statusquery.NoAnswer, wantDetail: `ambiguous JSON: repeated "status"`},
+		{name: "repeated data, other case", status: 200, body: `{"data":[],"DATA":[1,2]}`, want: statusquery.NoAnswer, wantDetail: `ambiguous JSON: repeated "data"`},
+		{name: "repeated state in item", status: 200, body: `[{"state":"failed","State":"done"}]`, want: statusquery.NoAnswer, wantDetail: `1 item, ambiguous JSON: repeated "state"`},
+
+		// No answer.
+		{name: "100", status: 100, want: statusquery.NoAnswer, wantDetail: "100 continue", noHTTP: true},
+		{name: "301", status: 301, want: statusquery.NoAnswer, wantDetail: "301 moved permanently, redirect not followed"},
+		{name: "302", status: 302, body: `{"status":"succeeded"}`, want: statusquery.NoAnswer, wantDetail: "302 found, redirect not followed"},
+		{name: "307", status: 307, want: statusquery.NoAnswer, wantDetail: "307 temporary redirect, redirect not followed"},
+		{name: "308", status: 308, want: statusquery.NoAnswer, wantDetail: "308 permanent redirect, redirect not followed"},
+		{name: "400", status: 400, body: `{"error":"bad"}`, want: statusquery.NoAnswer, wantDetail: "400 bad request"},
+		{name: "401", status: 401, want: statusquery.NoAnswer, wantDetail: "401 unauthorized"},
+		{name: "403", status: 403, want: statusquery.NoAnswer, wantDetail: "403 forbidden"},
+		{name: "405", status: 405, want: statusquery.NoAnswer, wantDetail: "405 method not allowed"},
+		{name: "408", status: 408, want: statusquery.NoAnswer, wantDetail: "408 request timeout"},
+		{name: "409", status: 409, body: `{"status":"processing"}`, want: statusquery.NoAnswer, wantDetail: "409 conflict"},
+		{name: "422", status: 422, want: statusquery.NoAnswer, wantDetail: "422 unprocessable entity"},
+		{name: "429", status: 429, want: statusquery.NoAnswer, wantDetail: "429 too many requests"},
+		{name: "500", status: 500, body: `{"status":"failed"}`, want: statusquery.NoAnswer, wantDetail: "500 internal server error"},
+		{name: "502", status: 502, want: statusquery.NoAnswer, wantDetail: "502 bad gateway"},
+		{name: "503", status: 503, body: "[]", want: statusquery.NoAnswer, wantDetail: "503 service unavailable"},
+		{name: "504", status: 504, want: statusquery.NoAnswer, wantDetail: "504 gateway timeout"},
+		{name: "599", status: 599, want: statusquery.NoAnswer, wantDetail: "599"},
+		{name: "999", status: 999, body: `[]`, want: statusquery.NoAnswer, wantDetail: "invalid HTTP status 999"},
+		{name: "0", status: 0, want: statusquery.NoAnswer, wantDetail: "invalid HTTP status 0", noHTTP: true},
+		{name: "negative", status: -200, want: statusquery.NoAnswer, wantDetail: "invalid HTTP status -200", noHTTP: true},
+
+		// Body over the cap: no list count or field is read from a prefix.
+		{name: "truncated empty list", status: 200, body: `[`, truncated: true, want: statusquery.FoundSucceeded, wantDetail: "body over cap", noHTTP: true},
+		{name: "truncated failed", status: 200, body: `{"status":"failed"`, truncated: true, want: statusquery.FoundSucceeded, wantDetail: "body over cap", noHTTP: true},
+		{name: "truncated 404", status: 404, body: `x`, truncated: true, want: statusquery.NotFound, wantDetail: "404 not found", noHTTP: true},
+		{name: "truncated 503", status: 503, body: `x`, truncated: true, want: statusquery.NoAnswer, wantDetail: "503 service unavailable", noHTTP: true},
+	}
+	return cases
+}
+
+func TestInterpret(t *testing.T) {
+	t.Parallel()
+	for _, tc := range protocolCases() {
+		got, detail := statusquery.Interpret(tc.status, []byte(tc.body), tc.truncated)
+		if got != tc.want || detail != tc.wantDetail {
+			t.Errorf("%s: Interpret(%d, %.40q, %v) = %q, %q; want %q, %q",
+				tc.name, tc.status, tc.body, tc.truncated, got, detail, tc.want, tc.wantDetail)
+		}
+	}
+}
+
+func TestInterpretEveryStatus(t *testing.T) {
+	t.Parallel()
+	for status := 0; status <= 1000; status++ {
+		got, detail := statusquery.Interpret(status, []byte(`{"status":"succeeded"}`), false)
+		var want statusquery.Outcome
+		switch {
+		case status == 404 || status == 410:
+			want = statusquery.NotFound
+		case status >= 200 && status <= 299:
+			want = statusquery.FoundSucceeded
+		default:
+			want = statusquery.NoAnswer
+		}
+		if got != want || detail == "" {
+			t.Errorf("Interpret(%d) = %q, %q; want %q with a detail", status, got, detail, want)
+		}
+	}
+}
+
+func TestOutcomeValid(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		o    statusquery.Outcome
+		want bool
+	}{
+		{statusquery.FoundSucceeded, true},
+		{statusquery.FoundFailed, true},
+		{statusquery.NotFound, true},
+		{statusquery.InProgress, true},
+		{statusquery.Duplicate, true},
+		{statusquery.NoAnswer, true},
+		{"", false},
+		{"found", false},
+		{"FOUND_SUCCEEDED", false},
+		{"not_found ", false},
+	} {
+		if got := tc.o.Valid(); got != tc.want {
+			t.Errorf("Outcome(%q).Valid() = %v; want %v", tc.o, got, tc.want)
+		}
+	}
+	for o, want := range map[statusquery.Outcome]string{
+		statusquery.FoundSucceeded: "found_succeeded",
+		statusquery.FoundFailed:    "found_failed",
+		statusquery.NotFound:       "not_found",
+		statusquery.InProgress:     "in_progress",
+		statusquery.Duplicate:      "duplicate",
+		statusquery.NoAnswer:       "no_answer",
+	} {
+		if string(o) != want {
+			t.Errorf("outcome constant = %q; want %q", o, want)
+		}
+	}
+}

@@ -1,0 +1,317 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// SchemaVersion is the layout version this package writes into the meta
+// bucket. A file with a newer version is refused.
+const SchemaVersion = 1
+
+var (
+	bucketMeta  = []byte("meta")
+	bucketJobs  = []byte("jobs")
+	bucketKeys  = []byte("keys")
+	bucketIndex = []byte("index")
+
+	metaSchema = []byte("schema")
+	metaApp    = []byte("app")
+	appName    = []byte("idemrun")
+)
+
+// Errors returned by the store. Messages name the file or job and say what to
+// do next where they can.
+var (
+	// ErrNotFound: no job has that id or key.
+	ErrNotFound = errors.New("store: job not found")
+	// ErrKeyConflict: the key belongs to a job with a different request.
+	ErrKeyConflict = errors.New("store: idempotency key already used for a different request")
+	// ErrIllegalTransition: the job is not in a state the change starts from.
+	ErrIllegalTransition = errors.New("store: illegal state transition")
+	// ErrFenced: a newer claim owns the job; the write came from a stale worker.
+	ErrFenced = errors.New("store: stale claim")
+	// ErrLocked: another process holds the file.
+	ErrLocked = errors.New("store: database is locked by another process")
+	// ErrNotDatabase: the file is not an idemrun database.
+	ErrNotDatabase = errors.New("store: not an idemrun database")
+	// ErrNewerSchema: the file was written by a newer idemrun.
+	ErrNewerSchema = errors.New("store: database schema is newer than this idemrun")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store: closed")
+	// ErrNoDatabase: the file does not exist and Options.MustExist was set.
+	ErrNoDatabase = errors.New("store: no database file")
+)
+
+// KeyConflictError says which job holds a key.
+type KeyConflictError struct {
+	Key   string
+	JobID string
+}
+
+func (e *KeyConflictError) Error() string {
+	return fmt.Sprintf("store: idempotency key %q already used by job %s for a different request (method, URL, headers or body differ); use a new key, or send the identical request", e.Key, e.JobID)
+}
+
+// Unwrap makes errors.Is(err, ErrKeyConflict) true.
+func (e *KeyConflictError) Unwrap() error { return ErrKeyConflict }
+
+// TransitionError says which transition was refused and why.
+type TransitionError struct {
+	JobID    string
+	From, To State
+	Why      string
+}
+
+func (e *TransitionError) Error() string {
+	msg := fmt.Sprintf("store: job %s cannot go from %s to %s", e.JobID, e.From, e.To)
+	if e.Why != "" {
+		msg += ": " + e.Why
+	}
+	return msg
+}
+
+// Unwrap makes errors.Is(err, ErrIllegalTransition) true.
+func (e *TransitionError) Unwrap() error { return ErrIllegalTransition }
+
+// Options configures Open. A nil *Options means all defaults.
+type Options struct {
+	// LockTimeout is how long Open waits for another process to release the
+	// file lock before returning ErrLocked. Defaults to 2 seconds.
+	LockTimeout time.Duration
+	// Mode is the permission of a newly created file. Defaults to 0600.
+	Mode fs.FileMode
+	// ReadOnly opens the file with a shared lock and refuses writes.
+	ReadOnly bool
+	// MustExist refuses to create a missing file (ErrNoDatabase).
+	MustExist bool
+	// MaxBatch is the most operations the writer commits in one
+	// transaction. Defaults to 1000.
+	MaxBatch int
+	// CommitHook, when set, is called inside every write transaction just
+	// before it commits; a non-nil error aborts the commit. Tests use it to
+	// inject storage faults at the store boundary.
+	CommitHook func(ops int) error
+	// MaxSize, when positive, refuses commits that would grow the file
+	// beyond this many bytes (bbolt's Options.MaxSize).
+	MaxSize int
+}
+
+// DB is an open idemrun database.
+type DB struct {
+	path string
+	bolt *bolt.DB
+	opts Options
+
+	ops     chan *op
+	quit    chan struct{}
+	stopped chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+	mu        sync.RWMutex // guards closed against enqueueing ops
+	closed    bool
+
+	commits   atomic.Uint64
+	committed atomic.Uint64 // operations acknowledged
+	observer  atomic.Pointer[func(d time.Duration, ops int)]
+}
+
+// SetCommitObserver registers fn to be told the duration and size of every
+// committed write transaction (for metrics). It replaces any earlier one.
+func (db *DB) SetCommitObserver(fn func(d time.Duration, ops int)) {
+	db.observer.Store(&fn)
+}
+
+// Open opens or creates the idemrun database at path.
+func Open(path string, opts *Options) (*DB, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = 2 * time.Second
+	}
+	if o.Mode == 0 {
+		o.Mode = 0o600
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 1000
+	}
+	fi, err := os.Stat(path)
+	existed := err == nil
+	switch {
+	case err == nil && fi.IsDir():
+		return nil, fmt.Errorf("%w: %s is a directory; give a database file path (--db FILE)", ErrNotDatabase, path)
+	case err == nil && fi.Size() > 0 && fi.Size() < 4096*2:
+		return nil, fmt.Errorf("%w: %s is %d bytes, too small to be a bbolt file; check the path or run `idemrun check %s`", ErrNotDatabase, path, fi.Size(), path)
+	case err != nil && errors.Is(err, fs.ErrNotExist) && (o.MustExist || o.ReadOnly):
+		return nil, fmt.Errorf("%w: %s does not exist (enqueue a job to create it, or pass --db FILE)", ErrNoDatabase, path)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	bo := &bolt.Options{
+		Timeout:        o.LockTimeout,
+		ReadOnly:       o.ReadOnly,
+		FreelistType:   bolt.FreelistMapType,
+		NoFreelistSync: false,
+		MaxSize:        o.MaxSize,
+	}
+	bdb, err := bolt.Open(path, o.Mode, bo)
+	if err != nil {
+		switch {
+		case errors.Is(err, bolterrors.ErrTimeout):
+			return nil, fmt.Errorf("%w: %s is held by another process after waiting %s (%s); stop it, or talk to it through its admin socket", ErrLocked, path, o.LockTimeout, lockHolder(path))
+		case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch), errors.Is(err, bolterrors.ErrChecksum):
+			return nil, fmt.Errorf("%w: %s: %v; run `idemrun check %s` to diagnose", ErrNotDatabase, path, err, path)
+		default:
+			return nil, fmt.Errorf("store: open %s: %w; run `idemrun check %s` to diagnose", path, err, path)
+		}
+	}
+	db := &DB{path: path, bolt: bdb, opts: o}
+	if err := db.init(existed && fi.Size() > 0); err != nil {
+		bdb.Close()
+		return nil, err
+	}
+	if !o.ReadOnly {
+		db.ops = make(chan *op, 4*o.MaxBatch)
+		db.quit = make(chan struct{})
+		db.stopped = make(chan struct{})
+		go db.writer()
+	}
+	return db, nil
+}
+
+// init checks the file's meta bucket, or lays out a new file.
+func (db *DB) init(existed bool) error {
+	check := func(tx *bolt.Tx) (fresh bool, err error) {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			empty := true
+			_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+			if !empty {
+				return false, fmt.Errorf("%w: %s is a bbolt file of another program (no idemrun meta bucket)", ErrNotDatabase, db.path)
+			}
+			return true, nil
+		}
+		if string(meta.Get(metaApp)) != string(appName) {
+			return false, fmt.Errorf("%w: %s has a meta bucket that is not idemrun's", ErrNotDatabase, db.path)
+		}
+		v := meta.Get(metaSchema)
+		if len(v) != 4 {
+			return false, fmt.Errorf("%w: %s has no valid schema version", ErrNotDatabase, db.path)
+		}
+		if n := binary.BigEndian.Uint32(v); n > SchemaVersion {
+			return false, fmt.Errorf("%w: %s has schema %d, this idemrun reads up to %d; upgrade idemrun", ErrNewerSchema, db.path, n, SchemaVersion)
+		}
+		for _, b := range [][]byte{bucketJobs, bucketKeys, bucketIndex} {
+			if tx.Bucket(b) == nil {
+				return false, fmt.Errorf("%w: %s lacks bucket %q; run `idemrun check %s`", ErrNotDatabase, db.path, b, db.path)
+			}
+		}
+		return false, nil
+	}
+	var fresh bool
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		var err error
+		fresh, err = check(tx)
+		return err
+	})
+	if err != nil || !fresh {
+		return err
+	}
+	if db.opts.ReadOnly {
+		return fmt.Errorf("%w: %s is empty", ErrNotDatabase, db.path)
+	}
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		v := make([]byte, 4)
+		binary.BigEndian.PutUint32(v, SchemaVersion)
+		if err := meta.Put(metaSchema, v); err != nil {
+			return err
+		}
+		if err := meta.Put(metaApp, appName); err != nil {
+			return err
+		}
+		for _, b := range [][]byte{bucketJobs, bucketKeys, bucketIndex} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Path returns the file the store was opened from.
+func (db *DB) Path() string { return db.path }
+
+// Close stops the writer after it has committed every queued operation, then
+// closes the file.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		db.mu.Lock()
+		db.closed = true
+		db.mu.Unlock()
+		if db.quit != nil {
+			close(db.quit)
+			<-db.stopped
+		}
+		db.closeErr = db.bolt.Close()
+	})
+	return db.closeErr
+}
+
+// Counters reports the writer's work so far: transactions committed and
+// operations acknowledged. Benchmarks divide them to get commits per job.
+func (db *DB) Counters() (commits, ops uint64) {
+	return db.commits.Load(), db.committed.Load()
+}
+
+// Backup writes a consistent copy of the database to w while other work goes
+// on (bbolt's Tx.WriteTo in a read transaction).
+func (db *DB) Backup(w io.Writer) (int64, error) {
+	var n int64
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+// lockHolder names the process holding path's lock, from /proc/locks where
+// the system has one.
+func lockHolder(path string) string {
+	pid := lockHolderPID(path)
+	if pid <= 0 {
+		return "holder unknown"
+	}
+	name := ""
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil {
+		name = string(trimNL(b))
+	}
+	if name != "" {
+		return fmt.Sprintf("pid %d, %s", pid, name)
+	}
+	return fmt.Sprintf("pid %d", pid)
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

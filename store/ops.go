@@ -1,0 +1,500 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+)
+
+// buckets groups the buckets of one transaction.
+type buckets struct {
+	meta, jobs, keys, index *bolt.Bucket
+}
+
+func bucketsOf(tx *bolt.Tx) buckets {
+	return buckets{
+		meta:  tx.Bucket(bucketMeta),
+		jobs:  tx.Bucket(bucketJobs),
+		keys:  tx.Bucket(bucketKeys),
+		index: tx.Bucket(bucketIndex),
+	}
+}
+
+func counterKey(s State) []byte { return []byte("count/" + string(s)) }
+
+func (b buckets) addCount(s State, delta int64) error {
+	k := counterKey(s)
+	var n int64
+	if v := b.meta.Get(k); len(v) == 8 {
+		n = int64(binary.BigEndian.Uint64(v))
+	}
+	n += delta
+	if n < 0 {
+		return fatal(fmt.Errorf("store: counter %s would go negative; run `idemrun check`", s))
+	}
+	v := make([]byte, 8)
+	binary.BigEndian.PutUint64(v, uint64(n))
+	return fatal(b.meta.Put(k, v))
+}
+
+func (b buckets) load(id []byte) (*Job, error) {
+	v := b.jobs.Get(id)
+	if v == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, uuid.UUID(id))
+	}
+	return DecodeRecord(v)
+}
+
+// insert stores a new job with its key, index entry and counter.
+func (b buckets) insert(j *Job) error {
+	id, err := idBytes(j.ID)
+	if err != nil {
+		return err
+	}
+	rec, err := encodeJob(j)
+	if err != nil {
+		return err
+	}
+	if err := fatal(b.jobs.Put(id, rec)); err != nil {
+		return err
+	}
+	if err := fatal(b.keys.Put([]byte(j.Key), id)); err != nil {
+		return err
+	}
+	if err := fatal(b.index.Put(indexKeyOf(j), nil)); err != nil {
+		return err
+	}
+	return b.addCount(j.State, 1)
+}
+
+// replace writes the new version of a job, moving its index entry and
+// counters. old must be the record as loaded in this transaction.
+func (b buckets) replace(old, j *Job) error {
+	rec, err := encodeJob(j)
+	if err != nil {
+		return err
+	}
+	id, _ := idBytes(j.ID)
+	if err := fatal(b.jobs.Put(id, rec)); err != nil {
+		return err
+	}
+	oldKey, newKey := indexKeyOf(old), indexKeyOf(j)
+	if !bytes.Equal(oldKey, newKey) {
+		if err := fatal(b.index.Delete(oldKey)); err != nil {
+			return err
+		}
+		if err := fatal(b.index.Put(newKey, nil)); err != nil {
+			return err
+		}
+	}
+	if old.State != j.State {
+		if err := b.addCount(old.State, -1); err != nil {
+			return err
+		}
+		return b.addCount(j.State, 1)
+	}
+	return nil
+}
+
+// remove deletes a job, its key reservation, index entry and count.
+func (b buckets) remove(j *Job) error {
+	id, _ := idBytes(j.ID)
+	if err := fatal(b.jobs.Delete(id)); err != nil {
+		return err
+	}
+	if v := b.keys.Get([]byte(j.Key)); bytes.Equal(v, id) {
+		if err := fatal(b.keys.Delete([]byte(j.Key))); err != nil {
+			return err
+		}
+	}
+	if err := fatal(b.index.Delete(indexKeyOf(j))); err != nil {
+		return err
+	}
+	return b.addCount(j.State, -1)
+}
+
+// EnqueueResult is the outcome of enqueuing one job.
+type EnqueueResult struct {
+	Job *Job
+	// Existing is true when the key already held the same request; Job is
+	// then the stored job and nothing was written.
+	Existing bool
+	// Err is a refusal for this job alone (EnqueueMany): a key conflict or
+	// an invalid record.
+	Err error
+}
+
+// NewID returns a new job id (a UUIDv7: time-ordered, so inserts append to
+// the jobs bucket and the id shows creation order).
+func NewID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+func checkNew(j *Job) error {
+	switch {
+	case j.ID == "":
+		return errors.New("store: job has no id")
+	case j.Key == "":
+		return errors.New("store: job has no idempotency key")
+	case j.Fingerprint == "":
+		return errors.New("store: job has no fingerprint")
+	case j.State != StatePending:
+		return fmt.Errorf("store: a new job must be pending, not %q", j.State)
+	case j.NextRunAt.IsZero() || j.CreatedAt.IsZero():
+		return errors.New("store: a new job needs created_at and next_run_at")
+	}
+	_, err := idBytes(j.ID)
+	return err
+}
+
+// enqueueIn inserts j or finds the job already holding its key.
+func enqueueIn(b buckets, j *Job) (EnqueueResult, error) {
+	if err := checkNew(j); err != nil {
+		return EnqueueResult{}, err
+	}
+	if id := b.keys.Get([]byte(j.Key)); id != nil {
+		ex, err := b.load(id)
+		if err != nil {
+			return EnqueueResult{}, err
+		}
+		if ex.Fingerprint != j.Fingerprint {
+			return EnqueueResult{}, &KeyConflictError{Key: j.Key, JobID: ex.ID}
+		}
+		return EnqueueResult{Job: ex, Existing: true}, nil
+	}
+	if err := b.insert(j); err != nil {
+		return EnqueueResult{}, err
+	}
+	return EnqueueResult{Job: j.clone()}, nil
+}
+
+// Enqueue stores a new pending job. It returns after the job is committed
+// to disk. If a job with the same key and fingerprint exists, that job is
+// returned with Existing set and nothing is written; the same key with a
+// different fingerprint is refused with a *KeyConflictError.
+func (db *DB) Enqueue(ctx context.Context, j *Job) (EnqueueResult, error) {
+	if err := ctx.Err(); err != nil {
+		return EnqueueResult{}, err
+	}
+	nj := j.clone()
+	var res EnqueueResult
+	err := db.write(func(tx *bolt.Tx) error {
+		var err error
+		res, err = enqueueIn(bucketsOf(tx), nj)
+		return err
+	})
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	return res, nil
+}
+
+// EnqueueMany stores many jobs in one transaction, with Enqueue's key rules
+// per job: each result carries its job, Existing, or its own refusal in Err.
+// The returned error is non-nil only when nothing was committed.
+func (db *DB) EnqueueMany(ctx context.Context, jobs []*Job) ([]EnqueueResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	in := make([]*Job, len(jobs))
+	for i, j := range jobs {
+		in[i] = j.clone()
+	}
+	var out []EnqueueResult
+	err := db.write(func(tx *bolt.Tx) error {
+		out = make([]EnqueueResult, len(in))
+		b := bucketsOf(tx)
+		for i, j := range in {
+			r, err := enqueueIn(b, j)
+			var fe *fatalError
+			if errors.As(err, &fe) {
+				return err
+			}
+			r.Err = err
+			out[i] = r
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Claim is a job handed to a worker, with the fence its writes must carry.
+type Claim struct {
+	Job   *Job
+	Fence uint64
+}
+
+// ClaimFunc prepares a claimed job: it sets what the claim records (the
+// attempt event, a lease on next_run_at). It runs inside the claim's
+// transaction and must not fail.
+type ClaimFunc func(j *Job)
+
+// ClaimDue claims up to limit due jobs of state s (pending or unknown) whose
+// next_run_at is at or before now, walking the due index in time order.
+// Pending jobs move to running with Attempts and Fence increased; unknown
+// jobs stay unknown with Fence increased. prepare sees each claimed job
+// before it is written (e.g. to append the "attempt N started" event); the
+// claim is durable when ClaimDue returns, before any byte is sent.
+func (db *DB) ClaimDue(ctx context.Context, s State, now time.Time, limit int, prepare ClaimFunc) ([]Claim, error) {
+	if s != StatePending && s != StateUnknown {
+		return nil, fmt.Errorf("store: only pending or unknown jobs are claimed, not %s", s)
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []Claim
+	err := db.write(func(tx *bolt.Tx) error {
+		out = out[:0]
+		b := bucketsOf(tx)
+		prefix := []byte{stateByte[s]}
+		bound := dueBound(s, now)
+		var ids [][]byte
+		c := b.index.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && k[0] == prefix[0] && len(ids) < limit; k, _ = c.Next() {
+			if bytes.Compare(k[:9], bound) > 0 {
+				break
+			}
+			ids = append(ids, append([]byte(nil), k[9:]...))
+		}
+		for _, id := range ids {
+			old, err := b.load(id)
+			if err != nil {
+				return fatal(err)
+			}
+			j := old.clone()
+			j.Fence++
+			j.UpdatedAt = now
+			if s == StatePending {
+				j.State = StateRunning
+				j.Attempts++
+				if j.FirstSentAt.IsZero() {
+					j.FirstSentAt = now
+				}
+			} else {
+				j.StatusQueries++
+			}
+			if prepare != nil {
+				prepare(j)
+			}
+			if err := b.replace(old, j); err != nil {
+				return err
+			}
+			out = append(out, Claim{Job: j.clone(), Fence: j.Fence})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TransitionFunc changes a loaded job (state, fields, history). Returning an
+// error refuses the change; nothing is written.
+type TransitionFunc func(j *Job) error
+
+// Finish writes the outcome of a claim: it loads the job, refuses with
+// ErrFenced unless its fence still equals fence, lets fn change it, checks
+// the state change against the transition table and writes it.
+func (db *DB) Finish(ctx context.Context, id string, fence uint64, fn TransitionFunc) (*Job, error) {
+	return db.transition(id, func(j *Job) error {
+		if j.Fence != fence {
+			return fmt.Errorf("%w: job %s has fence %d, write carries %d", ErrFenced, j.ID, j.Fence, fence)
+		}
+		return fn(j)
+	})
+}
+
+// transition is the one shape of every single-job change.
+func (db *DB) transition(id string, fn TransitionFunc) (*Job, error) {
+	idb, err := idBytes(id)
+	if err != nil {
+		return nil, err
+	}
+	var out *Job
+	err = db.write(func(tx *bolt.Tx) error {
+		b := bucketsOf(tx)
+		old, err := b.load(idb)
+		if err != nil {
+			return err
+		}
+		j := old.clone()
+		if err := fn(j); err != nil {
+			return err
+		}
+		if j.ID != old.ID || j.Key != old.Key {
+			return fmt.Errorf("store: job %s: id and key never change", old.ID)
+		}
+		if j.State != old.State && !Legal(old.State, j.State) {
+			return &TransitionError{JobID: j.ID, From: old.State, To: j.State}
+		}
+		if err := b.replace(old, j); err != nil {
+			return err
+		}
+		out = j.clone()
+		return nil
+	})
+	return out, err
+}
+
+// RecoverRunning moves every job left running by a crash to unknown: its
+// attempt may have reached the server. fn sets the rest (next_run_at, the
+// history entry). It walks only the running part of the index, in batches,
+// and returns how many jobs it moved.
+func (db *DB) RecoverRunning(ctx context.Context, now time.Time, fn func(j *Job)) (int, error) {
+	total := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		n := 0
+		err := db.write(func(tx *bolt.Tx) error {
+			n = 0
+			b := bucketsOf(tx)
+			prefix := stateByte[StateRunning]
+			var ids [][]byte
+			c := b.index.Cursor()
+			for k, _ := c.Seek([]byte{prefix}); k != nil && k[0] == prefix && len(ids) < db.opts.MaxBatch; k, _ = c.Next() {
+				ids = append(ids, append([]byte(nil), k[9:]...))
+			}
+			for _, id := range ids {
+				old, err := b.load(id)
+				if err != nil {
+					return fatal(err)
+				}
+				j := old.clone()
+				j.State = StateUnknown
+				j.MayHaveEffect = true
+				j.UpdatedAt = now
+				if j.UnknownSince.IsZero() {
+					j.UnknownSince = now
+					j.StatusBase = j.StatusQueries
+				}
+				j.NextRunAt = now
+				if fn != nil {
+					fn(j)
+				}
+				if err := b.replace(old, j); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if n == 0 {
+			return total, nil
+		}
+	}
+}
+
+// Cancel moves a pending job that cannot have had an effect to canceled.
+func (db *DB) Cancel(ctx context.Context, id string, now time.Time, actor, note string) (*Job, error) {
+	return db.transition(id, func(j *Job) error {
+		if j.State != StatePending {
+			return &TransitionError{JobID: j.ID, From: j.State, To: StateCanceled, Why: "only pending jobs can be canceled"}
+		}
+		if j.MayHaveEffect {
+			return &TransitionError{JobID: j.ID, From: j.State, To: StateCanceled, Why: "an earlier attempt may have taken effect; it can no longer be canceled"}
+		}
+		manual(j, now, StateCanceled, actor, note)
+		j.Reason = "canceled by " + actorOr(actor)
+		return nil
+	})
+}
+
+// Retry moves a failed job back to pending with the same key, a fresh
+// attempt budget and a fresh deadline.
+func (db *DB) Retry(ctx context.Context, id string, now time.Time, actor, note string) (*Job, error) {
+	return db.transition(id, func(j *Job) error {
+		if j.State != StateFailed {
+			return &TransitionError{JobID: j.ID, From: j.State, To: StatePending, Why: "only failed jobs can be retried"}
+		}
+		manual(j, now, StatePending, actor, note)
+		j.AttemptBase = j.Attempts
+		j.Deadline = now.Add(j.DeadlineAfter)
+		j.NextRunAt = now
+		j.Reason = ""
+		j.Result = nil
+		return nil
+	})
+}
+
+// Resolve ends a needs_attention job as succeeded or failed on a person's
+// word, recording who and why.
+func (db *DB) Resolve(ctx context.Context, id string, as State, now time.Time, actor, note string) (*Job, error) {
+	if as != StateSucceeded && as != StateFailed {
+		return nil, fmt.Errorf("store: resolve as %q: accepted: succeeded, failed", as)
+	}
+	return db.transition(id, func(j *Job) error {
+		if j.State != StateNeedsAttention {
+			return &TransitionError{JobID: j.ID, From: j.State, To: as, Why: "only needs_attention jobs are resolved"}
+		}
+		manual(j, now, as, actor, note)
+		j.MayHaveEffect = false
+		j.Reason = fmt.Sprintf("resolved as %s by %s: %s", as, actorOr(actor), note)
+		return nil
+	})
+}
+
+func actorOr(a string) string {
+	if a == "" {
+		return "unknown"
+	}
+	return a
+}
+
+func manual(j *Job, now time.Time, to State, actor, note string) {
+	j.AddEvent(Event{Kind: EventManual, Start: now, From: j.State, To: to, Actor: actorOr(actor), Note: note})
+	j.State = to
+	j.UpdatedAt = now
+}
+
+// Sweep deletes up to limit jobs in end states (succeeded, failed,
+// canceled) last updated before cutoff, releasing their keys. It walks the
+// index, so its cost does not grow with the number of live jobs.
+func (db *DB) Sweep(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	n := 0
+	err := db.write(func(tx *bolt.Tx) error {
+		n = 0
+		b := bucketsOf(tx)
+		var ids [][]byte
+		for _, s := range []State{StateSucceeded, StateFailed, StateCanceled} {
+			bound := dueBound(s, cutoff)
+			c := b.index.Cursor()
+			for k, _ := c.Seek([]byte{stateByte[s]}); k != nil && k[0] == stateByte[s] && len(ids) < limit; k, _ = c.Next() {
+				if bytes.Compare(k[:9], bound) >= 0 {
+					break
+				}
+				ids = append(ids, append([]byte(nil), k[9:]...))
+			}
+		}
+		for _, id := range ids {
+			j, err := b.load(id)
+			if err != nil {
+				return fatal(err)
+			}
+			if err := b.remove(j); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}

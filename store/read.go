@@ -1,0 +1,300 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Get returns the job with the given id.
+func (db *DB) Get(id string) (*Job, error) {
+	idb, err := idBytes(id)
+	if err != nil {
+		return nil, err
+	}
+	var j *Job
+	err = db.bolt.View(func(tx *bolt.Tx) error {
+		var err error
+		j, err = bucketsOf(tx).load(idb)
+		return err
+	})
+	return j, err
+}
+
+// GetByKey returns the job holding an idempotency key.
+func (db *DB) GetByKey(key string) (*Job, error) {
+	var j *Job
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		b := bucketsOf(tx)
+		id := b.keys.Get([]byte(key))
+		if id == nil {
+			return fmt.Errorf("%w: no job has key %q", ErrNotFound, key)
+		}
+		var err error
+		j, err = b.load(id)
+		return err
+	})
+	return j, err
+}
+
+// MaxListLimit is the largest page List returns.
+const MaxListLimit = 10000
+
+// ListFilter selects jobs for List.
+type ListFilter struct {
+	// States limits the list to jobs in these states; empty means all.
+	States []State
+	// Limit is the page size. Defaults to 100; at most MaxListLimit.
+	Limit int
+	// Cursor continues a previous page (ListPage.Next); empty starts at the
+	// beginning.
+	Cursor string
+}
+
+// ListPage is one page of List.
+type ListPage struct {
+	Jobs []*Job
+	// Next is the cursor of the following page, empty on the last one.
+	Next string
+}
+
+// List returns jobs newest first. Without a state filter it walks the jobs
+// bucket (ids are time-ordered); with one it walks each state's index, so
+// its cost depends on the page, not on how many jobs are stored.
+func (db *DB) List(f ListFilter) (ListPage, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	if f.Limit > MaxListLimit {
+		return ListPage{}, fmt.Errorf("store: list limit %d over the maximum %d", f.Limit, MaxListLimit)
+	}
+	var cur []byte
+	if f.Cursor != "" {
+		c, err := hex.DecodeString(f.Cursor)
+		if err != nil || (len(c) != 16 && len(c) != 25) {
+			return ListPage{}, fmt.Errorf("store: invalid list cursor %q; pass the next cursor of a previous page", f.Cursor)
+		}
+		cur = c
+	}
+	var page ListPage
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		b := bucketsOf(tx)
+		if len(f.States) == 0 {
+			return listWalk(b.jobs.Cursor(), nil, cur, f.Limit, &page, func(k, v []byte) (*Job, error) {
+				return DecodeRecord(v)
+			})
+		}
+		// States in the order given; the cursor names the state it stopped in.
+		started := cur == nil
+		for _, s := range f.States {
+			sb := stateByte[s]
+			if sb == 0 {
+				return fmt.Errorf("store: unknown state %q", s)
+			}
+			var from []byte
+			if !started {
+				if len(cur) != 25 || cur[0] != sb {
+					continue
+				}
+				started, from = true, cur
+			}
+			need := f.Limit - len(page.Jobs)
+			var sub ListPage
+			err := listWalk(b.index.Cursor(), []byte{sb}, from, need, &sub, func(k, _ []byte) (*Job, error) {
+				return b.load(k[9:])
+			})
+			if err != nil {
+				return err
+			}
+			page.Jobs = append(page.Jobs, sub.Jobs...)
+			if sub.Next != "" {
+				page.Next = sub.Next
+				return nil
+			}
+			if len(page.Jobs) >= f.Limit {
+				// The page is full exactly at a state's end: the next page
+				// starts after this entry and moves on to the next state.
+				page.Next = hex.EncodeToString(indexKeyOf(page.Jobs[len(page.Jobs)-1]))
+				return nil
+			}
+		}
+		return nil
+	})
+	return page, err
+}
+
+// listWalk walks c backwards (newest first) within prefix, after cursor
+// key from (exclusive), collecting up to limit jobs.
+func listWalk(c *bolt.Cursor, prefix, from []byte, limit int, page *ListPage, decode func(k, v []byte) (*Job, error)) error {
+	var k, v []byte
+	switch {
+	case from != nil:
+		k, v = c.Seek(from)
+		if k != nil && bytes.Equal(k, from) {
+			k, v = c.Prev()
+		} else if k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+	case prefix != nil:
+		end := []byte{prefix[0] + 1}
+		k, v = c.Seek(end)
+		if k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+	default:
+		k, v = c.Last()
+	}
+	for ; k != nil; k, v = c.Prev() {
+		if prefix != nil && !bytes.HasPrefix(k, prefix) {
+			break
+		}
+		if len(page.Jobs) == limit {
+			last := page.Jobs[len(page.Jobs)-1]
+			if prefix == nil {
+				id, _ := idBytes(last.ID)
+				page.Next = hex.EncodeToString(id)
+			} else {
+				page.Next = hex.EncodeToString(indexKeyOf(last))
+			}
+			return nil
+		}
+		j, err := decode(k, v)
+		if err != nil {
+			return err
+		}
+		page.Jobs = append(page.Jobs, j)
+	}
+	return nil
+}
+
+// Stats returns the number of jobs in each state, read from counters kept in
+// the same transactions as the jobs (constant time).
+func (db *DB) Stats() (map[State]int64, error) {
+	out := make(map[State]int64, len(stateByte))
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		for _, s := range States() {
+			var n int64
+			if v := meta.Get(counterKey(s)); len(v) == 8 {
+				n = int64(binary.BigEndian.Uint64(v))
+			}
+			out[s] = n
+		}
+		return nil
+	})
+	return out, err
+}
+
+// OldestDue returns the earliest next_run_at among jobs in state s, or the
+// zero time when there are none.
+func (db *DB) OldestDue(s State) (time.Time, error) {
+	var t time.Time
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketIndex).Cursor()
+		k, _ := c.Seek([]byte{stateByte[s]})
+		if k != nil && k[0] == stateByte[s] {
+			t = timeFromKey(binary.BigEndian.Uint64(k[1:9]))
+		}
+		return nil
+	})
+	return t, err
+}
+
+// CheckReport is what Check found.
+type CheckReport struct {
+	Jobs     int
+	Problems []string
+}
+
+// OK reports whether Check found nothing wrong.
+func (r CheckReport) OK() bool { return len(r.Problems) == 0 }
+
+// Check verifies the file: bbolt's own page consistency check, then
+// idemrun's invariants: every record decodes, counters equal a full count,
+// each job has exactly its index entry, and the key map and jobs agree. It
+// reads everything, so it is for diagnosis, not for the hot path.
+func (db *DB) Check() (CheckReport, error) {
+	var rep CheckReport
+	add := func(format string, a ...any) {
+		if len(rep.Problems) < 100 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf(format, a...))
+		}
+	}
+	err := db.bolt.View(func(tx *bolt.Tx) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("store: check of %s stopped: the file is corrupt: %v", db.path, r)
+			}
+		}()
+		for cerr := range tx.Check() {
+			add("bbolt: %v", cerr)
+		}
+		b := bucketsOf(tx)
+		counts := map[State]int64{}
+		wantIndex := map[string]bool{}
+		if err := b.jobs.ForEach(func(k, v []byte) error {
+			rep.Jobs++
+			j, err := DecodeRecord(v)
+			if err != nil {
+				add("job %x: %v", k, err)
+				return nil
+			}
+			id, _ := idBytes(j.ID)
+			if !bytes.Equal(id, k) {
+				add("job %x: record says id %s", k, j.ID)
+			}
+			counts[j.State]++
+			ik := indexKeyOf(j)
+			wantIndex[string(ik)] = true
+			if b.index.Get(ik) == nil {
+				add("job %s (%s): index entry missing", j.ID, j.State)
+			}
+			if kv := b.keys.Get([]byte(j.Key)); !bytes.Equal(kv, k) {
+				add("job %s: key %q maps to %x", j.ID, j.Key, kv)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := b.index.ForEach(func(k, _ []byte) error {
+			if !wantIndex[string(k)] {
+				add("index entry %x has no matching job", k)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := b.keys.ForEach(func(k, v []byte) error {
+			if b.jobs.Get(v) == nil {
+				add("key %q maps to missing job %x", k, v)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		meta := b.meta
+		for _, s := range States() {
+			var n int64
+			if v := meta.Get(counterKey(s)); len(v) == 8 {
+				n = int64(binary.BigEndian.Uint64(v))
+			}
+			if n != counts[s] {
+				add("counter %s = %d, jobs in %s = %d", s, n, s, counts[s])
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrCorruptRecord) {
+		return rep, err
+	}
+	return rep, nil
+}
