@@ -58,6 +58,7 @@ func commands() []command {
 		{"watch", "live view of counts, rates and jobs needing a person", (*Main).watch},
 		{"backup", "write a consistent copy of the database", (*Main).backup},
 		{"check", "verify a database file (bbolt and idemrun invariants)", (*Main).check},
+		{"demo", "see the promise hold: fake target, faults, kill -9, zero duplicates", (*Main).demo},
 	}
 }
 

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/internal/demo"
+)
+
+func (m *Main) demo(ctx context.Context, args []string) error {
+	fs, _ := m.flags("demo", "[--jobs N] [--kills N] [--workers N] [--dedup] [--lose P] [--busy P] ... [--json]")
+	f := demo.DefaultFaults()
+	jobs := fs.Int("jobs", 1000, "payment creates to enqueue")
+	kills := fs.Int("kills", 3, "times the runner is killed with SIGKILL")
+	workers := fs.Int("workers", 32, "runner workers")
+	dedup := fs.Bool("dedup", false, "make the fake target deduplicate by key (off: idemrun alone prevents duplicates)")
+	seed := fs.Uint64("seed", 0, "random seed (0: from the clock)")
+	chaos := fs.Bool("chaos", false, "chaos profile: more kills, shorter lives")
+	fs.Float64Var(&f.LoseResponse, "lose", f.LoseResponse, "probability: commit, then drop the connection")
+	fs.Float64Var(&f.Busy503, "busy", f.Busy503, "probability: 503 + Retry-After before committing")
+	fs.Float64Var(&f.TooMany429, "throttle", f.TooMany429, "probability: 429 + Retry-After before committing")
+	fs.Float64Var(&f.CommitThen500, "commit500", f.CommitThen500, "probability: commit, then 500")
+	fs.Float64Var(&f.CommitThen502, "commit502", f.CommitThen502, "probability: commit, then 502")
+	fs.Float64Var(&f.CommitThen504, "commit504", f.CommitThen504, "probability: commit, then 504")
+	fs.Float64Var(&f.SlowCommit, "slow", f.SlowCommit, "probability: commit after the client's attempt timeout")
+	fs.Float64Var(&f.DropBeforeHandling, "drop", f.DropBeforeHandling, "probability: drop the connection before handling")
+	fs.Float64Var(&f.FlakyStatus, "flaky-status", f.FlakyStatus, "probability: status endpoint answers 503 or hangs")
+	fs.DurationVar(&f.Latency, "latency", f.Latency, "added latency per request")
+	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	verbose := fs.Bool("verbose", false, "show the runner processes' logs")
+	if err := m.parse(fs, args); err != nil {
+		return err
+	}
+	if *jobs < 1 || *jobs > 1000000 {
+		return &api.InvalidError{Field: "jobs", Value: fmt.Sprint(*jobs), Accepted: "1 to 1000000"}
+	}
+	if *kills < 0 || *kills > 1000 {
+		return &api.InvalidError{Field: "kills", Value: fmt.Sprint(*kills), Accepted: "0 to 1000"}
+	}
+	for name, p := range map[string]float64{"lose": f.LoseResponse, "busy": f.Busy503, "throttle": f.TooMany429, "commit500": f.CommitThen500,
+		"commit502": f.CommitThen502, "commit504": f.CommitThen504, "slow": f.SlowCommit, "drop": f.DropBeforeHandling, "flaky-status": f.FlakyStatus} {
+		if p < 0 || p > 1 {
+			return &api.InvalidError{Field: name, Value: fmt.Sprint(p), Accepted: "a probability from 0 to 1"}
+		}
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("demo: cannot find my own binary to start runners: %w", err)
+	}
+	cfg := demo.Config{Binary: bin, Jobs: *jobs, Kills: *kills, Workers: *workers, Faults: &f, Dedup: *dedup, Seed: *seed,
+		Out: m.Stdout, Live: isTTY(m.Stdout) && !*asJSON}
+	if *asJSON {
+		cfg.Out = m.Stderr
+	}
+	if *verbose {
+		cfg.RunnerLog = m.Stderr
+	}
+	if *chaos {
+		cfg.KillAfterMin, cfg.KillAfterMax = 50*time.Millisecond, 600*time.Millisecond
+		cfg.Timeout = 10 * time.Minute
+	}
+	fmt.Fprintf(cfg.Out, "idemrun demo: %d payment creates against a fake target on 127.0.0.1 (dedup %v), faults on, runner killed with SIGKILL %d times\n", *jobs, *dedup, *kills)
+	sum, err := demo.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if err := m.printJSON(sum); err != nil {
+			return err
+		}
+	} else {
+		demo.PrintSummary(m.Stdout, sum)
+	}
+	if !sum.OK() {
+		return &silentError{code: exitFailure}
+	}
+	return nil
+}
