@@ -11,17 +11,17 @@ import (
 // Secrets are redacted; the request body is not included (only its size).
 // JSON field names are a contract: scripts depend on them.
 type Job struct {
-	ID        string    `json:"id"`
-	Key       string    `json:"key"`
-	State     State     `json:"state"`
-	Method    string    `json:"method"`
-	URL       string    `json:"url"`
-	Attempts  int       `json:"attempts"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-	NextRunAt time.Time `json:"next_run_at"`
-	LastError string    `json:"last_error"`
-	LastStatus int      `json:"last_status"`
+	ID         string    `json:"id"`
+	Key        string    `json:"key"`
+	State      State     `json:"state"`
+	Method     string    `json:"method"`
+	URL        string    `json:"url"`
+	Attempts   int       `json:"attempts"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	NextRunAt  time.Time `json:"next_run_at"`
+	LastError  string    `json:"last_error"`
+	LastStatus int       `json:"last_status"`
 
 	Existing bool `json:"existing,omitempty"`
 

@@ -247,5 +247,3 @@ func (r *Remote) Close() error {
 	r.client.CloseIdleConnections()
 	return nil
 }
-
-
