@@ -33,7 +33,7 @@ func (r *Runner) attempt(ctx context.Context, c store.Claim) {
 			r.write(c, func(j *store.Job) error {
 				closeAttempt(j, now, ClassPermanent, 0, "not sent: "+msg)
 				j.LastError, j.LastClass = msg, string(ClassPermanent)
-				r.end(j, now, store.StateFailed, "refused before sending: "+msg)
+				r.stop(j, now, "refused before sending: "+msg)
 				return nil
 			})
 			log.Warn("send refused", "class", ClassPermanent)
@@ -156,7 +156,7 @@ func (r *Runner) retryLater(j *store.Job, v Verdict, res sendResult, now time.Ti
 		r.stop(j, now, fmt.Sprintf("%d attempts used; last error: %s", j.MaxAttempts, j.LastError))
 		return string(j.State)
 	}
-	delay := r.backoff(r.cfg.Backoff, j.Attempts-j.AttemptBase)
+	delay := r.backoff(r.cfg.Backoff, j.Attempts-j.RetryBase)
 	reason := "backoff"
 	if v.RetryAfterHonored && res.header != nil {
 		if ra, ok := ParseRetryAfter(res.header.Values("Retry-After"), now); ok {
@@ -242,7 +242,7 @@ func (r *Runner) replayInTTL(j *store.Job, now time.Time) string {
 		return "needs_attention"
 	}
 	window := j.FirstSentAt.Add(j.KeyTTL - r.cfg.KeyTTLMargin)
-	delay := r.backoff(r.cfg.Backoff, j.Attempts-j.AttemptBase)
+	delay := r.backoff(r.cfg.Backoff, j.Attempts-j.RetryBase)
 	switch {
 	case j.AttemptsLeft() <= 0:
 		r.stop(j, now, fmt.Sprintf("outcome unknown and %d attempts used; last error: %s", j.MaxAttempts, j.LastError))

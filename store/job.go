@@ -165,6 +165,10 @@ type Job struct {
 	// AttemptBase is Attempts at the last manual retry; the attempt budget
 	// counts from it.
 	AttemptBase int `json:"attempt_base,omitempty"`
+	// RetryBase is Attempts at the last manual retry; backoff grows with
+	// the attempts after it (409 answers included, though they do not use
+	// up the budget).
+	RetryBase int `json:"retry_base,omitempty"`
 	// StatusQueries counts status queries started over the job's life.
 	StatusQueries int `json:"status_queries,omitempty"`
 	// StatusBase is StatusQueries when the current unknown episode began;

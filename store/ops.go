@@ -286,7 +286,7 @@ func (db *DB) ClaimDue(ctx context.Context, s State, now time.Time, limit int, p
 				prepare(j)
 			}
 			if err := b.replace(old, j); err != nil {
-				return err
+				return fatal(err) // a refusal after earlier claims were written must not commit them
 			}
 			out = append(out, Claim{Job: j.clone(), Fence: j.Fence})
 		}
@@ -424,6 +424,7 @@ func (db *DB) Retry(ctx context.Context, id string, now time.Time, actor, note s
 		}
 		manual(j, now, StatePending, actor, note)
 		j.AttemptBase = j.Attempts
+		j.RetryBase = j.Attempts
 		j.Deadline = now.Add(j.DeadlineAfter)
 		j.NextRunAt = now
 		j.Reason = ""
