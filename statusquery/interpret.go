@@ -3,7 +3,6 @@ package statusquery
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -302,19 +301,25 @@ func asciiEqualFold(a, b string) bool {
 	return true
 }
 
-// maxQuoted bounds how much of a body's word a detail repeats.
+// maxQuoted bounds the quoted form of a body's word in a detail.
 const maxQuoted = 32
 
-// quoteShort quotes s for a detail, cut to maxQuoted bytes on a rune
-// boundary, so a hostile body cannot make details long.
+// quoteShort quotes s for a detail, cutting s on a rune boundary until its
+// quoted form (escapes included) fits in maxQuoted bytes plus the quotes, so
+// a hostile body cannot make details long.
 func quoteShort(s string) string {
 	s = strings.TrimSpace(s)
-	if len(s) <= maxQuoted {
-		return strconv.Quote(s)
+	if q := strconv.Quote(s); len(q) <= maxQuoted+2 {
+		return q
 	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
+	cut := min(len(s), maxQuoted)
+	for { // each pass shortens s[:cut], so the loop ends
+		for cut > 0 && cut < len(s) && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		if q := strconv.Quote(s[:cut]); len(q) <= maxQuoted+2 || cut == 0 {
+			return q + "..."
+		}
 		cut--
 	}
-	return fmt.Sprintf("%s...", strconv.Quote(s[:cut]))
 }
