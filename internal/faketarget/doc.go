@@ -35,6 +35,13 @@
 // mutex, so a sequence of requests sent one at a time meets the same faults
 // on every run. SetFaults and SetDedup change behaviour while requests run.
 //
+// # Waiting without sleeping
+//
+// WaitCreates, WaitTotalCreates and WaitInFlight block until the ground
+// truth reaches a state, and CommitInFlight ends every slow create at once,
+// so a test can hold a create "processing" with a long SlowCommitDelay and
+// end it when it chooses instead of sleeping.
+//
 // # Close
 //
 // Close stops the listener, interrupts every wait (Latency, StatusHang,
