@@ -1,0 +1,11 @@
+// Package storetest is the contract test suite of idemrun's job store.
+//
+// Run drives any backend through the same behaviour tests, in the manner of
+// River's riverdrivertest: the bbolt store runs it today and a future
+// Postgres backend runs it unchanged. The suite uses only the Store
+// interface, explicit times (no clock) and seeded randomness, so every run
+// gives the same answer.
+//
+// Behaviour that belongs to one backend (reopening a file, lock files, file
+// modes, commit hooks) is tested next to that backend, not here.
+package storetest

@@ -1,0 +1,289 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/idemrun/idemrun/store"
+)
+
+// Store is what the suite needs of a backend: the methods of *store.DB with
+// their exact signatures.
+type Store interface {
+	Enqueue(ctx context.Context, j *store.Job) (store.EnqueueResult, error)
+	EnqueueMany(ctx context.Context, jobs []*store.Job) ([]store.EnqueueResult, error)
+	ClaimDue(ctx context.Context, s store.State, now time.Time, limit int, prepare store.ClaimFunc) ([]store.Claim, error)
+	Finish(ctx context.Context, id string, fence uint64, fn store.TransitionFunc) (*store.Job, error)
+	RecoverRunning(ctx context.Context, now time.Time, fn func(j *store.Job)) (int, error)
+	Cancel(ctx context.Context, id string, now time.Time, actor, note string) (*store.Job, error)
+	Retry(ctx context.Context, id string, now time.Time, actor, note string) (*store.Job, error)
+	Resolve(ctx context.Context, id string, as store.State, now time.Time, actor, note string) (*store.Job, error)
+	Sweep(ctx context.Context, cutoff time.Time, limit int) (int, error)
+	Get(id string) (*store.Job, error)
+	GetByKey(key string) (*store.Job, error)
+	List(f store.ListFilter) (store.ListPage, error)
+	Stats() (map[store.State]int64, error)
+	Check() (store.CheckReport, error)
+	Close() error
+}
+
+// Run runs the contract suite. open must return a new, empty store for the
+// test it is given and arrange for the store to be checked and closed when
+// that test ends; the subtests run in parallel, each with its own store.
+func Run(t *testing.T, open func(t *testing.T) Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, open func(t *testing.T) Store)
+	}{
+		{"LegalTable", testLegalTable},
+		{"Transitions", testTransitions},
+		{"FinishFenced", testFinishFenced},
+		{"FinishRefusals", testFinishRefusals},
+		{"EnqueueRoundTrip", testEnqueueRoundTrip},
+		{"EnqueueInvalid", testEnqueueInvalid},
+		{"EnqueueDuplicateID", testEnqueueDuplicateID},
+		{"EnqueueSameKeyConcurrent", testEnqueueSameKeyConcurrent},
+		{"EnqueueManyMixed", testEnqueueManyMixed},
+		{"ClaimDueOrder", testClaimDueOrder},
+		{"ClaimDueUnknown", testClaimDueUnknown},
+		{"ClaimDueConcurrent", testClaimDueConcurrent},
+		{"RecoverRunning", testRecoverRunning},
+		{"Cancel", testCancel},
+		{"Retry", testRetry},
+		{"Resolve", testResolve},
+		{"NotFound", testNotFound},
+		{"ListPagination", testListPagination},
+		{"Sweep", testSweep},
+		{"CountersMatchScan", testCountersMatchScan},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.fn(t, open)
+		})
+	}
+}
+
+// T0 is the suite's fixed starting time; tests step forward from it.
+func T0() time.Time { return time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC) }
+
+// NewJob returns a valid new pending job for key, due at now: a fresh id,
+// fingerprint "fp-"+key (set Fingerprint afterwards for another request), a
+// POST to an unroutable local address with two headers and a body, 5
+// attempts, a 15-minute deadline and a 10-second attempt timeout.
+func NewJob(key string, now time.Time) *store.Job {
+	return &store.Job{
+		ID:          store.NewID(),
+		Key:         key,
+		Fingerprint: "fp-" + key,
+		State:       store.StatePending,
+		Request: store.Request{
+			Method: "POST",
+			URL:    "http://127.0.0.1:1/x",
+			Header: []store.HeaderField{
+				{Name: "Content-Type", Value: "application/json"},
+				{Name: "X-Trace", Value: "b"},
+				{Name: "X-Trace", Value: "a"},
+			},
+			Body: []byte(`{"amount":100,"key":"` + key + `"}`),
+		},
+		MaxAttempts:    5,
+		DeadlineAfter:  15 * time.Minute,
+		Deadline:       now.Add(15 * time.Minute),
+		AttemptTimeout: 10 * time.Second,
+		CreatedAt:      now,
+		UpdatedAt:      now,
+		NextRunAt:      now,
+	}
+}
+
+var ctx = context.Background()
+
+// enqueue stores j and fails the test unless it is new.
+func enqueue(t *testing.T, s Store, j *store.Job) *store.Job {
+	t.Helper()
+	res, err := s.Enqueue(ctx, j)
+	if err != nil {
+		t.Fatalf("Enqueue(%s): %v", j.Key, err)
+	}
+	if res.Existing || res.Job == nil || res.Job.ID != j.ID {
+		t.Fatalf("Enqueue(%s) = %+v; want the new job %s", j.Key, res, j.ID)
+	}
+	return res.Job
+}
+
+func get(t *testing.T, s Store, id string) *store.Job {
+	t.Helper()
+	j, err := s.Get(id)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", id, err)
+	}
+	return j
+}
+
+func stats(t *testing.T, s Store) map[store.State]int64 {
+	t.Helper()
+	st, err := s.Stats()
+	if err != nil {
+		t.Fatalf("Stats: %v", err)
+	}
+	return st
+}
+
+// claim claims exactly the job id from state st at now.
+func claim(t *testing.T, s Store, st store.State, id string, now time.Time) store.Claim {
+	t.Helper()
+	cs, err := s.ClaimDue(ctx, st, now, 1, nil)
+	if err != nil {
+		t.Fatalf("ClaimDue(%s): %v", st, err)
+	}
+	if len(cs) != 1 || cs[0].Job.ID != id {
+		t.Fatalf("ClaimDue(%s, %v, 1) = %d claims (%v); want job %s", st, now, len(cs), claimIDs(cs), id)
+	}
+	return cs[0]
+}
+
+func claimIDs(cs []store.Claim) []string {
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.Job.ID
+	}
+	return ids
+}
+
+// moveTo is a Finish function that sets the fields a runner sets when it
+// moves a job to st at now.
+func moveTo(st store.State, now time.Time) store.TransitionFunc {
+	return func(j *store.Job) error {
+		j.State = st
+		j.UpdatedAt = now
+		switch st {
+		case store.StateUnknown:
+			j.MayHaveEffect = true
+			if j.UnknownSince.IsZero() {
+				j.UnknownSince = now
+			}
+			j.NextRunAt = now
+		case store.StatePending:
+			j.NextRunAt = now
+		case store.StateNeedsAttention:
+			j.Reason = "storetest: could not confirm"
+		case store.StateFailed:
+			j.Reason = "storetest: rejected"
+		}
+		return nil
+	}
+}
+
+func finish(t *testing.T, s Store, id string, fence uint64, st store.State, now time.Time) *store.Job {
+	t.Helper()
+	j, err := s.Finish(ctx, id, fence, moveTo(st, now))
+	if err != nil {
+		t.Fatalf("Finish(%s → %s): %v", id, st, err)
+	}
+	if j.State != st {
+		t.Fatalf("Finish(%s → %s) returned state %s", id, st, j.State)
+	}
+	return j
+}
+
+// driveTo enqueues a job for key due at now and moves it into st through
+// the public operations only, as a runner and a person would. Claims are
+// made at now, so no other job of the store may be due earlier than now.
+func driveTo(t *testing.T, s Store, key string, st store.State, now time.Time) *store.Job {
+	t.Helper()
+	j := enqueue(t, s, NewJob(key, now))
+	switch st {
+	case store.StatePending:
+		return get(t, s, j.ID)
+	case store.StateCanceled:
+		if _, err := s.Cancel(ctx, j.ID, now, "storetest", "drive"); err != nil {
+			t.Fatalf("Cancel: %v", err)
+		}
+		return get(t, s, j.ID)
+	}
+	c := claim(t, s, store.StatePending, j.ID, now)
+	switch st {
+	case store.StateRunning:
+	case store.StateSucceeded, store.StateFailed, store.StateUnknown:
+		finish(t, s, j.ID, c.Fence, st, now)
+	case store.StateNeedsAttention:
+		finish(t, s, j.ID, c.Fence, store.StateUnknown, now)
+		c = claim(t, s, store.StateUnknown, j.ID, now)
+		finish(t, s, j.ID, c.Fence, store.StateNeedsAttention, now)
+	default:
+		t.Fatalf("driveTo: unknown state %q", st)
+	}
+	got := get(t, s, j.ID)
+	if got.State != st {
+		t.Fatalf("driveTo(%s): job is %s", st, got.State)
+	}
+	return got
+}
+
+// wantUnchanged fails unless the stored job still equals before.
+func wantUnchanged(t *testing.T, s Store, before *store.Job, what string) {
+	t.Helper()
+	after := get(t, s, before.ID)
+	if !jobsEqual(after, before) {
+		t.Errorf("%s changed the job:\n got  %+v\n want %+v", what, after, before)
+	}
+}
+
+func wantIllegal(t *testing.T, err error, what string) {
+	t.Helper()
+	if !errors.Is(err, store.ErrIllegalTransition) {
+		t.Errorf("%s: err = %v; want errors.Is ErrIllegalTransition", what, err)
+	}
+}
+
+// jobsEqual compares two jobs by value, times by instant.
+func jobsEqual(a, b *store.Job) bool {
+	return reflect.DeepEqual(normalize(a), normalize(b))
+}
+
+// normalize returns a deep copy of j with every time in UTC and empty
+// slices nil, so jobs that went through a backend's encoding compare equal
+// to the jobs they came from.
+func normalize(j *store.Job) store.Job {
+	c := *j
+	u := func(t time.Time) time.Time {
+		if t.IsZero() {
+			return time.Time{}
+		}
+		return t.UTC().Round(0)
+	}
+	c.CreatedAt, c.UpdatedAt, c.NextRunAt, c.Deadline = u(c.CreatedAt), u(c.UpdatedAt), u(c.NextRunAt), u(c.Deadline)
+	c.FirstSentAt, c.UnknownSince = u(c.FirstSentAt), u(c.UnknownSince)
+	c.Request.Header = append([]store.HeaderField(nil), j.Request.Header...)
+	c.Request.Body = append([]byte(nil), j.Request.Body...)
+	c.NoEffectStatuses = append([]int(nil), j.NoEffectStatuses...)
+	c.History = append([]store.Event(nil), j.History...)
+	for i := range c.History {
+		c.History[i].Start, c.History[i].End = u(c.History[i].Start), u(c.History[i].End)
+	}
+	if len(c.Request.Header) == 0 {
+		c.Request.Header = nil
+	}
+	if len(c.Request.Body) == 0 {
+		c.Request.Body = nil
+	}
+	if len(c.NoEffectStatuses) == 0 {
+		c.NoEffectStatuses = nil
+	}
+	if len(c.History) == 0 {
+		c.History = nil
+	}
+	if j.Result != nil {
+		r := *j.Result
+		r.Body = append([]byte(nil), r.Body...)
+		if len(r.Body) == 0 {
+			r.Body = nil
+		}
+		c.Result = &r
+	}
+	return c
+}
