@@ -41,7 +41,7 @@ func DialSocket(dbPath string, getenv func(string) string) (*Remote, error) {
 		},
 		MaxIdleConnsPerHost: 4,
 	}
-	r := &Remote{base: "http://idemrun", client: &http.Client{Transport: tr, Timeout: 5 * time.Minute}}
+	r := &Remote{base: "http://idemrun", client: &http.Client{Transport: tr, Timeout: 5 * time.Minute, CheckRedirect: noRedirects}}
 	if err := r.ping(); err != nil {
 		tr.CloseIdleConnections()
 		return nil, fmt.Errorf("admin socket %s: %w", sock, err)
@@ -52,7 +52,7 @@ func DialSocket(dbPath string, getenv func(string) string) (*Remote, error) {
 // DialTCP connects to an admin API served on TCP at addr (host:port) with a
 // bearer token.
 func DialTCP(addr, token string) (*Remote, error) {
-	r := &Remote{base: "http://" + addr, token: token, client: &http.Client{Timeout: 5 * time.Minute}}
+	r := &Remote{base: "http://" + addr, token: token, client: &http.Client{Timeout: 5 * time.Minute, CheckRedirect: noRedirects}}
 	if err := r.ping(); err != nil {
 		return nil, fmt.Errorf("admin api %s: %w", addr, err)
 	}
@@ -165,7 +165,7 @@ func (r *Remote) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 // Get returns a job by id or key.
 func (r *Remote) Get(ctx context.Context, idOrKey string) (*Job, error) {
 	var j Job
-	if err := r.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(idOrKey), nil, &j); err != nil {
+	if err := r.do(ctx, http.MethodGet, "/v1/jobs/"+pathSegment(idOrKey), nil, &j); err != nil {
 		return nil, err
 	}
 	return &j, nil
@@ -197,7 +197,7 @@ func (r *Remote) Stats(ctx context.Context) (Stats, error) {
 
 func (r *Remote) steer(ctx context.Context, op, id string, in wireSteer) (*Job, error) {
 	var j Job
-	if err := r.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/"+op, in, &j); err != nil {
+	if err := r.do(ctx, http.MethodPost, "/v1/jobs/"+pathSegment(id)+"/"+op, in, &j); err != nil {
 		return nil, err
 	}
 	return &j, nil
@@ -241,6 +241,14 @@ func (r *Remote) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	}
 	return n, nil
 }
+
+// pathSegment escapes an id or key as one path segment; dots too, so "."
+// and ".." are not taken as directory steps by path cleaning.
+func pathSegment(s string) string {
+	return strings.ReplaceAll(url.PathEscape(s), ".", "%2E")
+}
+
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // Close releases idle connections.
 func (r *Remote) Close() error {

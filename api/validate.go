@@ -204,6 +204,11 @@ func (c *Client) validate(req *Request, o *EnqueueOptions) error {
 		if err := c.checkHost(strings.NewReplacer("{key}", "k", "{id}", "i").Replace(o.StatusURL)); err != nil {
 			return err
 		}
+		if o.Key != "" {
+			if _, err := statusquery.Expand(o.StatusURL, o.Key, "01940000-0000-7000-8000-000000000000"); errors.Is(err, statusquery.ErrInvalidValue) {
+				return &InvalidError{Field: "key", Value: quoteShort(o.Key), Accepted: "a key that fits into the status-url template (" + err.Error() + ")"}
+			}
+		}
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = c.opts.DefaultMaxAttempts

@@ -353,6 +353,10 @@ func (r *Runner) decideAfterQuery(j *store.Job, ans statusquery.Answer, now time
 		j.Reason = "status query: not found; replaying with the same key and bytes"
 		return "replay now"
 	default: // InProgress, NoAnswer
+		if errors.Is(ans.Err, statusquery.ErrInvalidValue) || errors.Is(ans.Err, statusquery.ErrInvalidTemplate) {
+			r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("the status URL cannot be built for this job (%v), so its unknown outcome cannot be checked; check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`", ans.Err, j.ID))
+			return "needs_attention"
+		}
 		n := j.StatusQueries - j.StatusBase
 		delay := r.backoff(r.cfg.StatusBackoff, n)
 		if n >= r.cfg.StatusBudget {

@@ -16,8 +16,8 @@ import (
 // Store is what the runner needs from storage. *store.DB satisfies it; a
 // future shared backend must too.
 type Store interface {
-	ClaimDue(ctx context.Context, s store.State, now time.Time, limit int, prepare store.ClaimFunc) ([]store.Claim, error)
-	Finish(ctx context.Context, id string, fence uint64, fn store.TransitionFunc) (*store.Job, error)
+	ClaimDueSkip(ctx context.Context, s store.State, now time.Time, limit int, skip func(id string) bool, prepare store.ClaimFunc) ([]store.Claim, error)
+	FinishClaim(ctx context.Context, c store.Claim, fn store.TransitionFunc) (*store.Job, error)
 	RecoverRunning(ctx context.Context, now time.Time, fn func(j *store.Job)) (int, error)
 	OldestDue(s store.State) (time.Time, error)
 	Stats() (map[store.State]int64, error)
@@ -75,6 +75,9 @@ type Config struct {
 	// burst. Recovered jobs get their first status query spread over it as
 	// well. Defaults to 2 seconds.
 	StartupSpread time.Duration
+	// ClaimRounds is how many claim rounds may wait for their commit at
+	// once. Defaults to 4.
+	ClaimRounds int
 	// ShutdownGrace is how long in-flight attempts may run after Run's
 	// context is canceled before they are canceled too. Defaults to 10 s.
 	ShutdownGrace time.Duration
@@ -136,6 +139,9 @@ func (c *Config) setDefaults() {
 	if c.StartupSpread <= 0 {
 		c.StartupSpread = 2 * time.Second
 	}
+	if c.ClaimRounds <= 0 {
+		c.ClaimRounds = 4
+	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second
 	}
@@ -161,6 +167,10 @@ type Runner struct {
 
 	mu       sync.Mutex
 	inflight int
+	reserved int
+	// claiming holds ids a claim round has read and not yet committed, so
+	// overlapping rounds skip them.
+	claiming sync.Map
 }
 
 // New returns a Runner over s.
@@ -252,31 +262,64 @@ func (r *Runner) Run(ctx context.Context) error {
 	defer wg.Wait()
 
 	start := time.Now()
+	rounds := make(chan roundResult, r.cfg.ClaimRounds)
+	inRounds := 0
+	short := false // the last round found less due work than it asked for
 	for {
 		if ctx.Err() != nil {
+			for ; inRounds > 0; inRounds-- {
+				<-rounds
+			}
 			return r.shutdown(&wg, cancelWork)
+		}
+		// Collect finished claim rounds without blocking.
+	collect:
+		for inRounds > 0 {
+			select {
+			case res := <-rounds:
+				inRounds--
+				short = res.short
+				if res.err != nil && ctx.Err() == nil {
+					r.cfg.Logger.Error("claim failed", "err", res.err)
+					sleepCtx(ctx, r.cfg.PollInterval)
+				}
+			default:
+				break collect
+			}
 		}
 		free := r.cfg.Workers - r.load()
 		if el := time.Since(start); el < r.cfg.StartupSpread {
 			ramp := max(1, int(int64(r.cfg.Workers)*int64(el)/int64(r.cfg.StartupSpread)))
 			free = min(free, ramp-r.load())
 		}
-		claimed := 0
-		if free > 0 {
-			n, err := r.claimAndStart(ctx, workCtx, &wg, free)
-			if err != nil {
-				if ctx.Err() != nil {
-					continue
-				}
-				r.cfg.Logger.Error("claim failed", "err", err)
-				if !sleepCtx(ctx, r.cfg.PollInterval) {
-					continue
-				}
-			}
-			claimed = n
+		// Claim rounds overlap: each round waits for its commit, and while
+		// it does, the next one claims the slots freed meanwhile. Rounds
+		// skip each other's candidates, so they do not collide.
+		if free > 0 && inRounds < r.cfg.ClaimRounds && !short {
+			r.reserve(free)
+			inRounds++
+			go func(n int) {
+				got, err := r.claimAndStart(ctx, workCtx, &wg, n)
+				r.unreserve(n)
+				rounds <- roundResult{short: got < n, err: err}
+			}(free)
+			short = false
+			continue
 		}
-		if claimed > 0 && claimed == free {
-			continue // there may be more due work right now
+		if inRounds > 0 {
+			// Wait for a round or a worker.
+			select {
+			case res := <-rounds:
+				inRounds--
+				short = res.short
+				if res.err != nil && ctx.Err() == nil {
+					r.cfg.Logger.Error("claim failed", "err", res.err)
+					sleepCtx(ctx, r.cfg.PollInterval)
+				}
+			case <-r.done:
+			case <-ctx.Done():
+			}
+			continue
 		}
 		if r.cfg.UntilIdle && r.load() == 0 {
 			idle, err := r.idle()
@@ -287,14 +330,36 @@ func (r *Runner) Run(ctx context.Context) error {
 				return nil
 			}
 		}
-		r.wait(ctx, free > claimed)
+		if short || free <= 0 {
+			r.wait(ctx, free > 0)
+			short = false
+		}
 	}
 }
 
+type roundResult struct {
+	short bool
+	err   error
+}
+
+func (r *Runner) reserve(n int) {
+	r.mu.Lock()
+	r.reserved += n
+	r.mu.Unlock()
+}
+
+func (r *Runner) unreserve(n int) {
+	r.mu.Lock()
+	r.reserved -= n
+	r.mu.Unlock()
+}
+
+// load is the slots taken: jobs being worked plus slots reserved by claim
+// rounds in flight.
 func (r *Runner) load() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.inflight
+	return r.inflight + r.reserved
 }
 
 func (r *Runner) idle() (bool, error) {
@@ -345,7 +410,20 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (r *Runner) claimAndStart(ctx, workCtx context.Context, wg *sync.WaitGroup, free int) (int, error) {
 	now := r.cfg.Now()
 	started := 0
-	pend, err := r.store.ClaimDue(ctx, store.StatePending, now, free, func(j *store.Job) {
+	var marked []string
+	skip := func(id string) bool {
+		if _, taken := r.claiming.LoadOrStore(id, struct{}{}); taken {
+			return true
+		}
+		marked = append(marked, id)
+		return false
+	}
+	defer func() {
+		for _, id := range marked {
+			r.claiming.Delete(id)
+		}
+	}()
+	pend, err := r.store.ClaimDueSkip(ctx, store.StatePending, now, free, skip, func(j *store.Job) {
 		j.AddEvent(store.Event{Kind: store.EventAttempt, N: j.Attempts, Start: now})
 	})
 	if err != nil {
@@ -361,7 +439,7 @@ func (r *Runner) claimAndStart(ctx, workCtx context.Context, wg *sync.WaitGroup,
 	// An unknown claim leases the job: next_run_at moves past the longest a
 	// query can take, so a crash mid-query only delays the next one.
 	lease := r.queryTimeout() + r.cfg.QuietPeriod
-	unk, err := r.store.ClaimDue(ctx, store.StateUnknown, now, free, func(j *store.Job) {
+	unk, err := r.store.ClaimDueSkip(ctx, store.StateUnknown, now, free, skip, func(j *store.Job) {
 		j.NextRunAt = now.Add(lease)
 	})
 	if err != nil {
@@ -422,7 +500,7 @@ func (r *Runner) shutdown(wg *sync.WaitGroup, cancelWork context.CancelFunc) err
 // newer claim owns the job; it is logged and dropped.
 func (r *Runner) write(c store.Claim, fn store.TransitionFunc) {
 	// Outcome writes must land even during shutdown.
-	j, err := r.store.Finish(context.Background(), c.Job.ID, c.Fence, fn)
+	j, err := r.store.FinishClaim(context.Background(), c, fn)
 	if err != nil {
 		if errors.Is(err, store.ErrFenced) {
 			r.cfg.Logger.Warn("stale claim dropped", "job", c.Job.ID, "fence", c.Fence)

@@ -50,6 +50,14 @@ func (db *DB) Seed(ctx context.Context, jobs []*Job) error {
 			return fmt.Errorf("store: seed takes end-state jobs only, job %s is %s", j.ID, j.State)
 		}
 	}
+	recs := make([][]byte, len(jobs))
+	for i, j := range jobs {
+		rec, err := encodeJob(j)
+		if err != nil {
+			return err
+		}
+		recs[i] = rec
+	}
 	return db.write(func(tx *bolt.Tx) error {
 		b := bucketsOf(tx)
 		for _, j := range jobs {
@@ -57,9 +65,9 @@ func (db *DB) Seed(ctx context.Context, jobs []*Job) error {
 				return fmt.Errorf("store: seed: key %q already used", j.Key)
 			}
 		}
-		for _, j := range jobs {
-			if err := b.insert(j); err != nil {
-				return err
+		for i, j := range jobs {
+			if err := b.insert(j, recs[i]); err != nil {
+				return fatal(err)
 			}
 		}
 		return nil

@@ -16,22 +16,64 @@ const recordVersion = 1
 // ErrCorruptRecord is returned when a stored record cannot be decoded.
 var ErrCorruptRecord = errors.New("store: corrupt job record")
 
-// encodeJob returns the versioned record for j: one version byte, then JSON.
+// headLen is the size of the fixed record head: version, state byte, the
+// index sort time and the fence. The writer reads the head to move index
+// entries and counters without decoding the JSON body, so encoding and
+// decoding happen in the callers' goroutines, not in the single writer.
+const headLen = 1 + 1 + 8 + 8
+
+// encodeJob returns the versioned record for j: version byte, state byte,
+// big-endian index time, big-endian fence, then the job as JSON.
 func encodeJob(j *Job) ([]byte, error) {
+	sb, ok := stateByte[j.State]
+	if !ok {
+		return nil, fmt.Errorf("store: encode job %s: unknown state %q", j.ID, j.State)
+	}
 	b, err := json.Marshal(j)
 	if err != nil {
 		return nil, fmt.Errorf("store: encode job %s: %w", j.ID, err)
 	}
-	out := make([]byte, 0, len(b)+1)
-	out = append(out, recordVersion)
+	out := make([]byte, headLen, len(b)+headLen)
+	out[0] = recordVersion
+	out[1] = sb
+	binary.BigEndian.PutUint64(out[2:10], timeKey(j.indexTime()))
+	binary.BigEndian.PutUint64(out[10:18], j.Fence)
 	return append(out, b...), nil
+}
+
+// head is the fixed part of a record.
+type head struct {
+	state byte
+	itime [8]byte
+	fence uint64
+}
+
+func parseHead(v []byte) (head, bool) {
+	var h head
+	if len(v) < headLen+2 || v[0] != recordVersion {
+		return h, false
+	}
+	h.state = v[1]
+	copy(h.itime[:], v[2:10])
+	h.fence = binary.BigEndian.Uint64(v[10:18])
+	_, ok := byteState[h.state]
+	return h, ok
+}
+
+// indexKey returns the index entry of a job with this head.
+func (h head) indexKey(id []byte) []byte {
+	k := make([]byte, 1+8+16)
+	k[0] = h.state
+	copy(k[1:9], h.itime[:])
+	copy(k[9:], id)
+	return k
 }
 
 // DecodeRecord decodes a stored job record. It is exported for fuzzing and
 // for `idemrun check`; it never panics on bad input.
 func DecodeRecord(b []byte) (*Job, error) {
-	if len(b) < 2 {
-		return nil, fmt.Errorf("%w: %d bytes", ErrCorruptRecord, len(b))
+	if len(b) < 1 {
+		return nil, fmt.Errorf("%w: empty record", ErrCorruptRecord)
 	}
 	switch b[0] {
 	case recordVersion:
@@ -41,8 +83,12 @@ func DecodeRecord(b []byte) (*Job, error) {
 		}
 		return nil, fmt.Errorf("%w: unknown record version %d", ErrCorruptRecord, b[0])
 	}
+	h, ok := parseHead(b)
+	if !ok {
+		return nil, fmt.Errorf("%w: bad record head (%d bytes)", ErrCorruptRecord, len(b))
+	}
 	var j Job
-	if err := json.Unmarshal(b[1:], &j); err != nil {
+	if err := json.Unmarshal(b[headLen:], &j); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
 	}
 	if _, err := uuid.Parse(j.ID); err != nil {
@@ -50,6 +96,9 @@ func DecodeRecord(b []byte) (*Job, error) {
 	}
 	if _, ok := stateByte[j.State]; !ok {
 		return nil, fmt.Errorf("%w: job %s has unknown state %q", ErrCorruptRecord, j.ID, j.State)
+	}
+	if h.state != stateByte[j.State] || h.fence != j.Fence || binary.BigEndian.Uint64(h.itime[:]) != timeKey(j.indexTime()) {
+		return nil, fmt.Errorf("%w: job %s: record head disagrees with its body", ErrCorruptRecord, j.ID)
 	}
 	return &j, nil
 }

@@ -13,6 +13,14 @@ import (
 // with ErrCorruptRecord, and that whatever it accepts the store can write
 // back: the job re-encodes, and decoding that record gives the same job.
 func FuzzDecodeRecord(f *testing.F) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	valid := &Job{ID: "01943b6a-8c00-7000-8000-000000000001", Key: "order-42", Fingerprint: "sha256:abc", State: StateUnknown,
+		Request:   Request{Method: "POST", URL: "http://127.0.0.1:1/pay", Header: []HeaderField{{"Content-Type", "application/json"}}, Body: []byte(`{"amount":1}`)},
+		CreatedAt: now, UpdatedAt: now, NextRunAt: now.Add(time.Second), Deadline: now.Add(time.Hour), Fence: 3, Attempts: 2,
+		History: []Event{{Kind: EventAttempt, N: 1, Start: now, End: now, Class: "unknown"}}}
+	if rec, err := encodeJob(valid); err == nil {
+		f.Add(rec)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		j, err := DecodeRecord(b)
 		if err != nil {
@@ -46,6 +54,9 @@ func FuzzDecodeRecord(f *testing.F) {
 	})
 }
 
+// zeroHead is the index-time and fence part of a record head, all zero.
+const zeroHead = "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+
 func TestDecodeRecordErrors(t *testing.T) {
 	const id = `"id":"01943b6a-8c00-7000-8000-000000000001"`
 	cases := []struct {
@@ -53,14 +64,16 @@ func TestDecodeRecordErrors(t *testing.T) {
 		in   string
 		msg  string // part of the message
 	}{
-		{"empty", "", "0 bytes"},
-		{"version only", "\x01", "1 bytes"},
+		{"empty", "", "empty record"},
+		{"version only", "\x01", "bad record head (1 bytes)"},
 		{"version 0", "\x00{" + id + `,"state":"pending"}`, "unknown record version 0"},
 		{"version 2", "\x02{" + id + `,"state":"pending"}`, "upgrade idemrun"},
-		{"truncated", "\x01{" + id, "unexpected end"},
-		{"wrong type", "\x01{" + id + `,"state":"pending","attempts":"2"}`, "attempts"},
-		{"bad id", "\x01{\"id\":\"x\",\"state\":\"pending\"}", "bad id"},
-		{"bad state", "\x01{" + id + `,"state":"done"}`, `unknown state "done"`},
+		{"bad head state", "\x01\x09" + zeroHead + "{" + id + `,"state":"pending"}`, "bad record head"},
+		{"truncated", "\x01\x01" + zeroHead + "{" + id, "unexpected end"},
+		{"wrong type", "\x01\x01" + zeroHead + "{" + id + `,"state":"pending","attempts":"2"}`, "attempts"},
+		{"bad id", "\x01\x01" + zeroHead + "{\"id\":\"x\",\"state\":\"pending\"}", "bad id"},
+		{"bad state", "\x01\x01" + zeroHead + "{" + id + `,"state":"done"}`, `unknown state "done"`},
+		{"head disagrees", "\x01\x04" + zeroHead + "{" + id + `,"state":"pending"}`, "head disagrees"},
 	}
 	for _, tc := range cases {
 		j, err := DecodeRecord([]byte(tc.in))

@@ -51,26 +51,24 @@ func (b buckets) load(id []byte) (*Job, error) {
 	return DecodeRecord(v)
 }
 
-// insert stores a new job with its key, index entry and counter.
-func (b buckets) insert(j *Job) error {
+// insert stores a new job, already encoded as rec, with its key, index
+// entry and counter.
+func (b buckets) insert(j *Job, rec []byte) error {
 	id, err := idBytes(j.ID)
 	if err != nil {
 		return err
 	}
-	rec, err := encodeJob(j)
-	if err != nil {
-		return err
-	}
+	h, _ := parseHead(rec)
 	if err := fatal(b.jobs.Put(id, rec)); err != nil {
 		return err
 	}
 	if err := fatal(b.keys.Put([]byte(j.Key), id)); err != nil {
 		return err
 	}
-	if err := fatal(b.index.Put(indexKeyOf(j), nil)); err != nil {
+	if err := fatal(b.index.Put(h.indexKey(id), nil)); err != nil {
 		return err
 	}
-	return b.addCount(j.State, 1)
+	return b.addCount(byteState[h.state], 1)
 }
 
 // replace writes the new version of a job, moving its index entry and
@@ -81,23 +79,33 @@ func (b buckets) replace(old, j *Job) error {
 		return err
 	}
 	id, _ := idBytes(j.ID)
+	oh, _ := parseHead(b.jobs.Get(id))
+	return b.replaceRaw(id, oh, rec)
+}
+
+// replaceRaw writes an encoded record over a job whose current head is
+// oh, moving the index entry and counters by the heads alone.
+func (b buckets) replaceRaw(id []byte, oh head, rec []byte) error {
+	nh, ok := parseHead(rec)
+	if !ok {
+		return fatal(fmt.Errorf("store: bad encoded record for %x", id))
+	}
 	if err := fatal(b.jobs.Put(id, rec)); err != nil {
 		return err
 	}
-	oldKey, newKey := indexKeyOf(old), indexKeyOf(j)
-	if !bytes.Equal(oldKey, newKey) {
-		if err := fatal(b.index.Delete(oldKey)); err != nil {
+	if oh.state != nh.state || oh.itime != nh.itime {
+		if err := fatal(b.index.Delete(oh.indexKey(id))); err != nil {
 			return err
 		}
-		if err := fatal(b.index.Put(newKey, nil)); err != nil {
+		if err := fatal(b.index.Put(nh.indexKey(id), nil)); err != nil {
 			return err
 		}
 	}
-	if old.State != j.State {
-		if err := b.addCount(old.State, -1); err != nil {
+	if oh.state != nh.state {
+		if err := b.addCount(byteState[oh.state], -1); err != nil {
 			return err
 		}
-		return b.addCount(j.State, 1)
+		return b.addCount(byteState[nh.state], 1)
 	}
 	return nil
 }
@@ -149,15 +157,17 @@ func checkNew(j *Job) error {
 	case j.NextRunAt.IsZero() || j.CreatedAt.IsZero():
 		return errors.New("store: a new job needs created_at and next_run_at")
 	}
-	_, err := idBytes(j.ID)
-	return err
+	u, err := uuid.Parse(j.ID)
+	if err != nil {
+		return fmt.Errorf("store: job id %q is not a UUID", j.ID)
+	}
+	j.ID = u.String()
+	return nil
 }
 
-// enqueueIn inserts j or finds the job already holding its key.
-func enqueueIn(b buckets, j *Job) (EnqueueResult, error) {
-	if err := checkNew(j); err != nil {
-		return EnqueueResult{}, err
-	}
+// enqueueIn inserts j (encoded as rec) or finds the job already holding
+// its key.
+func enqueueIn(b buckets, j *Job, rec []byte) (EnqueueResult, error) {
 	if id := b.keys.Get([]byte(j.Key)); id != nil {
 		ex, err := b.load(id)
 		if err != nil {
@@ -168,10 +178,27 @@ func enqueueIn(b buckets, j *Job) (EnqueueResult, error) {
 		}
 		return EnqueueResult{Job: ex, Existing: true}, nil
 	}
-	if err := b.insert(j); err != nil {
+	id, _ := idBytes(j.ID)
+	if b.jobs.Get(id) != nil {
+		return EnqueueResult{}, fmt.Errorf("store: job id %s is already used by another job; give each job a new id (store.NewID)", j.ID)
+	}
+	if err := b.insert(j, rec); err != nil {
 		return EnqueueResult{}, err
 	}
-	return EnqueueResult{Job: j.clone()}, nil
+	return EnqueueResult{Job: j}, nil
+}
+
+// prepareNew checks a new job and encodes it, outside the writer.
+func prepareNew(j *Job) (*Job, []byte, error) {
+	nj := j.clone()
+	if err := checkNew(nj); err != nil {
+		return nil, nil, err
+	}
+	rec, err := encodeJob(nj)
+	if err != nil {
+		return nil, nil, err
+	}
+	return nj, rec, nil
 }
 
 // Enqueue stores a new pending job. It returns after the job is committed
@@ -182,15 +209,21 @@ func (db *DB) Enqueue(ctx context.Context, j *Job) (EnqueueResult, error) {
 	if err := ctx.Err(); err != nil {
 		return EnqueueResult{}, err
 	}
-	nj := j.clone()
+	nj, rec, err := prepareNew(j)
+	if err != nil {
+		return EnqueueResult{}, err
+	}
 	var res EnqueueResult
-	err := db.write(func(tx *bolt.Tx) error {
+	err = db.write(func(tx *bolt.Tx) error {
 		var err error
-		res, err = enqueueIn(bucketsOf(tx), nj)
+		res, err = enqueueIn(bucketsOf(tx), nj, rec)
 		return err
 	})
 	if err != nil {
 		return EnqueueResult{}, err
+	}
+	if !res.Existing {
+		res.Job = nj.clone()
 	}
 	return res, nil
 }
@@ -203,15 +236,21 @@ func (db *DB) EnqueueMany(ctx context.Context, jobs []*Job) ([]EnqueueResult, er
 		return nil, err
 	}
 	in := make([]*Job, len(jobs))
+	recs := make([][]byte, len(jobs))
+	pre := make([]error, len(jobs))
 	for i, j := range jobs {
-		in[i] = j.clone()
+		in[i], recs[i], pre[i] = prepareNew(j)
 	}
 	var out []EnqueueResult
 	err := db.write(func(tx *bolt.Tx) error {
 		out = make([]EnqueueResult, len(in))
 		b := bucketsOf(tx)
 		for i, j := range in {
-			r, err := enqueueIn(b, j)
+			if pre[i] != nil {
+				out[i].Err = pre[i]
+				continue
+			}
+			r, err := enqueueIn(b, j, recs[i])
 			var fe *fatalError
 			if errors.As(err, &fe) {
 				return err
@@ -221,18 +260,28 @@ func (db *DB) EnqueueMany(ctx context.Context, jobs []*Job) ([]EnqueueResult, er
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if out[i].Job != nil && !out[i].Existing {
+			out[i].Job = out[i].Job.clone()
+		}
+	}
+	return out, nil
 }
 
 // Claim is a job handed to a worker, with the fence its writes must carry.
 type Claim struct {
 	Job   *Job
 	Fence uint64
+	// raw is the record the claim wrote; FinishClaim writes only over
+	// exactly these bytes.
+	raw []byte
 }
 
 // ClaimFunc prepares a claimed job: it sets what the claim records (the
-// attempt event, a lease on next_run_at). It runs inside the claim's
-// transaction and must not fail.
+// attempt event, a lease on next_run_at). It must not fail.
 type ClaimFunc func(j *Job)
 
 // ClaimDue claims up to limit due jobs of state s (pending or unknown) whose
@@ -241,7 +290,20 @@ type ClaimFunc func(j *Job)
 // jobs stay unknown with Fence increased. prepare sees each claimed job
 // before it is written (e.g. to append the "attempt N started" event); the
 // claim is durable when ClaimDue returns, before any byte is sent.
+//
+// Records are read, changed and encoded in a read transaction in the
+// caller's goroutine; the writer then commits each claim only if the
+// record is still byte for byte what was read (compare and swap), so
+// concurrent claimers never claim a job twice.
 func (db *DB) ClaimDue(ctx context.Context, s State, now time.Time, limit int, prepare ClaimFunc) ([]Claim, error) {
+	return db.ClaimDueSkip(ctx, s, now, limit, nil, prepare)
+}
+
+// ClaimDueSkip is ClaimDue with a skip hook: skip is called with the id of
+// each due candidate and returns true to leave it to someone else. A
+// runner with overlapping claim rounds uses it to mark candidates it is
+// claiming, so its rounds do not collide.
+func (db *DB) ClaimDueSkip(ctx context.Context, s State, now time.Time, limit int, skip func(id string) bool, prepare ClaimFunc) ([]Claim, error) {
 	if s != StatePending && s != StateUnknown {
 		return nil, fmt.Errorf("store: only pending or unknown jobs are claimed, not %s", s)
 	}
@@ -251,26 +313,38 @@ func (db *DB) ClaimDue(ctx context.Context, s State, now time.Time, limit int, p
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var out []Claim
-	err := db.write(func(tx *bolt.Tx) error {
-		out = out[:0]
+	db.mu.RLock()
+	closed := db.closed
+	db.mu.RUnlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	type cand struct {
+		id, old, rec []byte
+		job          *Job
+	}
+	var cands []cand
+	err := db.bolt.View(func(tx *bolt.Tx) error {
 		b := bucketsOf(tx)
-		prefix := []byte{stateByte[s]}
+		prefix := stateByte[s]
 		bound := dueBound(s, now)
-		var ids [][]byte
 		c := b.index.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && k[0] == prefix[0] && len(ids) < limit; k, _ = c.Next() {
+		for k, _ := c.Seek([]byte{prefix}); k != nil && k[0] == prefix && len(cands) < limit; k, _ = c.Next() {
 			if bytes.Compare(k[:9], bound) > 0 {
 				break
 			}
-			ids = append(ids, append([]byte(nil), k[9:]...))
-		}
-		for _, id := range ids {
-			old, err := b.load(id)
-			if err != nil {
-				return fatal(err)
+			id := append([]byte(nil), k[9:]...)
+			if skip != nil && skip(uuid.UUID(id).String()) {
+				continue
 			}
-			j := old.clone()
+			v := b.jobs.Get(id)
+			if v == nil {
+				return fmt.Errorf("store: index entry for missing job %x; run `idemrun check`", id)
+			}
+			j, err := DecodeRecord(v)
+			if err != nil {
+				return err
+			}
 			j.Fence++
 			j.UpdatedAt = now
 			if s == StatePending {
@@ -285,10 +359,31 @@ func (db *DB) ClaimDue(ctx context.Context, s State, now time.Time, limit int, p
 			if prepare != nil {
 				prepare(j)
 			}
-			if err := b.replace(old, j); err != nil {
+			rec, err := encodeJob(j)
+			if err != nil {
+				return err
+			}
+			cands = append(cands, cand{id: id, old: append([]byte(nil), v...), rec: rec, job: j})
+		}
+		return nil
+	})
+	if err != nil || len(cands) == 0 {
+		return nil, err
+	}
+	var out []Claim
+	err = db.write(func(tx *bolt.Tx) error {
+		out = out[:0]
+		b := bucketsOf(tx)
+		for _, c := range cands {
+			v := b.jobs.Get(c.id)
+			if !bytes.Equal(v, c.old) {
+				continue // changed since it was read: another claimer won
+			}
+			oh, _ := parseHead(v)
+			if err := b.replaceRaw(c.id, oh, c.rec); err != nil {
 				return fatal(err) // a refusal after earlier claims were written must not commit them
 			}
-			out = append(out, Claim{Job: j.clone(), Fence: j.Fence})
+			out = append(out, Claim{Job: c.job, Fence: c.job.Fence, raw: c.rec})
 		}
 		return nil
 	})
@@ -296,6 +391,52 @@ func (db *DB) ClaimDue(ctx context.Context, s State, now time.Time, limit int, p
 		return nil, err
 	}
 	return out, nil
+}
+
+// FinishClaim writes the outcome of a claim without reading the job again:
+// fn changes a copy of the claimed job, which is checked against the
+// transition table and encoded in the caller's goroutine; the writer
+// commits it only if the stored record is still exactly the one the claim
+// wrote, and refuses with ErrFenced otherwise.
+func (db *DB) FinishClaim(ctx context.Context, c Claim, fn TransitionFunc) (*Job, error) {
+	if c.raw == nil {
+		return db.Finish(ctx, c.Job.ID, c.Fence, fn)
+	}
+	old := c.Job
+	if old.State.Terminal() {
+		return nil, &TransitionError{JobID: old.ID, From: old.State, To: old.State, Why: "the job already ended"}
+	}
+	j := old.clone()
+	if err := fn(j); err != nil {
+		return nil, err
+	}
+	if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence {
+		return nil, fmt.Errorf("store: job %s: id, key and fence never change in a finish", old.ID)
+	}
+	if j.State != old.State && !Legal(old.State, j.State) {
+		return nil, &TransitionError{JobID: j.ID, From: old.State, To: j.State}
+	}
+	rec, err := encodeJob(j)
+	if err != nil {
+		return nil, err
+	}
+	id, err := idBytes(j.ID)
+	if err != nil {
+		return nil, err
+	}
+	err = db.write(func(tx *bolt.Tx) error {
+		b := bucketsOf(tx)
+		v := b.jobs.Get(id)
+		if !bytes.Equal(v, c.raw) {
+			return fmt.Errorf("%w: job %s changed since claim %d", ErrFenced, j.ID, c.Fence)
+		}
+		oh, _ := parseHead(v)
+		return b.replaceRaw(id, oh, rec)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return j, nil
 }
 
 // TransitionFunc changes a loaded job (state, fields, history). Returning an
@@ -322,6 +463,7 @@ func (db *DB) transition(id string, fn TransitionFunc) (*Job, error) {
 	}
 	var out *Job
 	err = db.write(func(tx *bolt.Tx) error {
+		out = nil
 		b := bucketsOf(tx)
 		old, err := b.load(idb)
 		if err != nil {
@@ -336,6 +478,9 @@ func (db *DB) transition(id string, fn TransitionFunc) (*Job, error) {
 		}
 		if j.State != old.State && !Legal(old.State, j.State) {
 			return &TransitionError{JobID: j.ID, From: old.State, To: j.State}
+		}
+		if j.State == old.State && old.State.Terminal() {
+			return &TransitionError{JobID: j.ID, From: old.State, To: j.State, Why: "the job already ended"}
 		}
 		if err := b.replace(old, j); err != nil {
 			return err

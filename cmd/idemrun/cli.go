@@ -59,6 +59,7 @@ func commands() []command {
 		{"backup", "write a consistent copy of the database", (*Main).backup},
 		{"check", "verify a database file (bbolt and idemrun invariants)", (*Main).check},
 		{"demo", "see the promise hold: fake target, faults, kill -9, zero duplicates", (*Main).demo},
+		{"bench", "measure enqueue and worked jobs/s against a loopback target", (*Main).bench},
 	}
 }
 

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"text/tabwriter"
+
+	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/internal/bench"
+)
+
+func (m *Main) bench(ctx context.Context, args []string) error {
+	fs, _ := m.flags("bench", "[--jobs N] [--workers W] [--producers P] [--preload N] [--dir DIR] [--json]")
+	jobs := fs.Int("jobs", 20000, "jobs to enqueue and work")
+	workers := fs.Int("workers", 100, "runner workers")
+	producers := fs.Int("producers", 64, "goroutines enqueuing one job at a time")
+	preload := fs.Int("preload", 0, "pre-fill the store with this many end-state jobs")
+	dir := fs.String("dir", "", "directory for the scratch databases (the filesystem to bench on; default a temp dir); files are deleted")
+	asJSON := fs.Bool("json", false, "print the figures as a JSON object")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to FILE")
+	if err := m.parse(fs, args); err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if *jobs < 1 || *jobs > 10000000 {
+		return &api.InvalidError{Field: "jobs", Value: fmt.Sprint(*jobs), Accepted: "1 to 10000000"}
+	}
+	if *workers < 1 || *workers > 10000 {
+		return &api.InvalidError{Field: "workers", Value: fmt.Sprint(*workers), Accepted: "1 to 10000"}
+	}
+	if *producers < 1 || *producers > 10000 {
+		return &api.InvalidError{Field: "producers", Value: fmt.Sprint(*producers), Accepted: "1 to 10000"}
+	}
+	if *preload < 0 || *preload > 100000000 {
+		return &api.InvalidError{Field: "preload", Value: fmt.Sprint(*preload), Accepted: "0 to 100000000"}
+	}
+	if *dir != "" {
+		if fi, err := os.Stat(*dir); err != nil || !fi.IsDir() {
+			return &api.InvalidError{Field: "dir", Value: fmt.Sprintf("%q", *dir), Accepted: "an existing directory"}
+		}
+	}
+	cfg := bench.Config{Jobs: *jobs, Workers: *workers, Producers: *producers, Preload: *preload, Dir: *dir, Out: m.Stderr}
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return m.printJSON(res)
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	raw := res.RawUpdateCommitsPerS
+	row := func(name string, v float64, unit string, ratio bool) {
+		r := ""
+		if ratio && raw > 0 {
+			r = fmt.Sprintf("%.1f× raw commits/s", v/raw)
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\t\n", name, v, unit, r)
+	}
+	fmt.Fprintf(tw, "jobs\t%d\t\t\t\n", res.Jobs)
+	fmt.Fprintf(tw, "workers / producers\t%d / %d\t\t\t\n", res.Workers, res.Producers)
+	fmt.Fprintf(tw, "preloaded end-state jobs\t%d\t\t\t\n", res.Preload)
+	row("raw bbolt Update commits", raw, "/s", false)
+	row("enqueue, one by one", res.EnqueueJobsPerS, "jobs/s", true)
+	row("enqueue p50", res.EnqueueP50Ms, "ms", false)
+	row("enqueue p99", res.EnqueueP99Ms, "ms", false)
+	row("EnqueueMany", res.EnqueueManyJobsPerS, "jobs/s", true)
+	row("worked (POST to loopback)", res.WorkedJobsPerS, "jobs/s", true)
+	row("commits per worked job", res.CommitsPerJob, "", false)
+	row("stats latency", res.StatsLatencyMs, "ms", false)
+	row("claim latency (nothing due)", res.ClaimLatencyMs, "ms", false)
+	row("restart to first send", res.RestartToFirstSendMs, "ms", false)
+	row("peak RSS", res.PeakRSSMiB, "MiB", false)
+	return tw.Flush()
+}

@@ -1,0 +1,499 @@
+package main
+
+// End-to-end tests of the idemrun binary: TestMain builds it once, and the
+// tests drive it as real processes against httptest targets on 127.0.0.1,
+// with the database in a temporary directory.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binPath is the idemrun binary built once by TestMain; it is set before
+// any test runs and never changed.
+var binPath string
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "idemrun-bin-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "idemrun tests: temp dir: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binPath = filepath.Join(dir, "idemrun")
+	build := exec.Command("go", "build", "-o", binPath, "github.com/idemrun/idemrun/cmd/idemrun")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "idemrun tests: building the binary: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// cmdTimeout bounds every CLI command a test runs.
+const cmdTimeout = 20 * time.Second
+
+// result is what one CLI process did.
+type result struct {
+	args   []string
+	stdout string
+	stderr string
+	code   int
+	took   time.Duration
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("idemrun %s\n  exit %d after %s\n  stdout: %s\n  stderr: %s",
+		strings.Join(quoteArgs(r.args), " "), r.code, r.took.Round(time.Millisecond), clip(r.stdout), clip(r.stderr))
+}
+
+// clip shortens long output (a goroutine dump) for a failure message.
+func clip(s string) string {
+	const max = 12 << 10
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + fmt.Sprintf("\n… (%d more bytes)", len(s)-max)
+}
+
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if len(a) > 80 {
+			a = a[:80] + fmt.Sprintf("…(%d bytes)", len(a))
+		}
+		out[i] = fmt.Sprintf("%q", a)
+	}
+	return out
+}
+
+// env is one test's working directory and database.
+type env struct {
+	t   *testing.T
+	dir string
+	db  string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := shortTempDir(t)
+	return &env{t: t, dir: dir, db: filepath.Join(dir, "jobs.db")}
+}
+
+// with returns a copy of e that reports to t (for subtests).
+func (e *env) with(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
+}
+
+// shortTempDir is t.TempDir, or a shorter directory when the admin socket
+// path beside a database in it would not fit a unix socket address.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if len(filepath.Join(dir, "jobs.db.sock")) < 100 {
+		return dir
+	}
+	d, err := os.MkdirTemp("", "idr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// environ is the process environment for a CLI child: the test's own, with
+// no IDEMRUN_ variables leaking in, plus IDEMRUN_DB for this env (unless
+// e.db is empty).
+func (e *env) environ() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "IDEMRUN_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	out = append(out, "IDEMRUN_ACTOR=e2e-test")
+	if e.db == "" {
+		return out
+	}
+	return append(out, "IDEMRUN_DB="+e.db)
+}
+
+// run runs the CLI with args and returns what it did.
+func (e *env) run(args ...string) result {
+	e.t.Helper()
+	return e.runStdin(nil, args...)
+}
+
+func (e *env) runStdin(stdin []byte, args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, args...)
+	// On timeout, SIGQUIT makes the Go runtime print every goroutine's
+	// stack to stderr, which shows where the command hung.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 3 * time.Second
+	cmd.Dir = e.dir
+	cmd.Env = e.environ()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	start := time.Now()
+	err := cmd.Run()
+	r := result{args: args, stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			e.t.Fatalf("idemrun %v: %v", quoteArgs(args), err)
+		}
+		r.code = ee.ExitCode()
+	}
+	if ctx.Err() != nil {
+		e.t.Fatalf("did not finish within %s:\n%s", cmdTimeout, r)
+	}
+	return r
+}
+
+// ok runs the CLI and fails the test unless it exits 0.
+func (e *env) ok(args ...string) result {
+	e.t.Helper()
+	r := e.run(args...)
+	if r.code != 0 {
+		e.t.Fatalf("want exit 0, got:\n%s", r)
+	}
+	return r
+}
+
+// jsonObject decodes one JSON object from a command's stdout.
+func jsonObject(t *testing.T, r result) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
+		t.Fatalf("stdout is not one JSON object (%v):\n%s", err, r)
+	}
+	return m
+}
+
+// jsonArray decodes a JSON array of objects from a command's stdout.
+func jsonArray(t *testing.T, r result) []map[string]any {
+	t.Helper()
+	var a []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &a); err != nil {
+		t.Fatalf("stdout is not a JSON array of objects (%v):\n%s", err, r)
+	}
+	return a
+}
+
+// allStates are the seven job states of the design.
+var allStates = []string{"pending", "running", "unknown", "succeeded", "failed", "needs_attention", "canceled"}
+
+// statsOf runs stats --json and checks it holds exactly the seven states.
+func (e *env) statsOf(extra ...string) map[string]int64 {
+	e.t.Helper()
+	r := e.ok(append([]string{"stats", "--json"}, extra...)...)
+	var st map[string]int64
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		e.t.Fatalf("stats --json is not an object of counts (%v):\n%s", err, r)
+	}
+	for _, s := range allStates {
+		if _, ok := st[s]; !ok {
+			e.t.Errorf("stats --json has no %q: got %v, want all of %v", s, st, allStates)
+		}
+	}
+	if len(st) != len(allStates) {
+		e.t.Errorf("stats --json has %d keys: got %v, want exactly %v", len(st), st, allStates)
+	}
+	return st
+}
+
+// showJob runs show --json and returns the job object.
+func (e *env) showJob(idOrKey string, extra ...string) map[string]any {
+	e.t.Helper()
+	return jsonObject(e.t, e.ok(append([]string{"show", idOrKey, "--json"}, extra...)...))
+}
+
+// waitState polls show --json until the job is in want, for at most limit.
+func (e *env) waitState(id, want string, limit time.Duration) map[string]any {
+	e.t.Helper()
+	const every = 50 * time.Millisecond
+	var last map[string]any
+	for i := 0; i < int(limit/every)+1; i++ {
+		last = e.showJob(id)
+		if last["state"] == want {
+			return last
+		}
+		time.Sleep(every)
+	}
+	e.t.Fatalf("job %s: got state %v after %s, want %s (last_error %v, reason %v)", id, last["state"], limit, want, last["last_error"], last["reason"])
+	return nil
+}
+
+// requiredJobFields are the --json fields the README promises.
+var requiredJobFields = []string{"id", "key", "state", "method", "url", "attempts", "created_at", "updated_at", "next_run_at", "last_error", "last_status"}
+
+// checkJobShape asserts a job object has every promised field with its type.
+func checkJobShape(t *testing.T, where string, j map[string]any) {
+	t.Helper()
+	for _, f := range requiredJobFields {
+		v, ok := j[f]
+		if !ok {
+			t.Errorf("%s: field %q missing; got keys %v", where, f, keys(j))
+			continue
+		}
+		switch f {
+		case "attempts", "last_status":
+			if _, ok := v.(float64); !ok {
+				t.Errorf("%s: %s = %#v, want a number", where, f, v)
+			}
+		case "created_at", "updated_at", "next_run_at":
+			s, _ := v.(string)
+			if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+				t.Errorf("%s: %s = %#v, want an RFC 3339 time (%v)", where, f, v, err)
+			}
+		case "last_error":
+			if _, ok := v.(string); !ok {
+				t.Errorf("%s: %s = %#v, want a string", where, f, v)
+			}
+		default:
+			if s, _ := v.(string); s == "" {
+				t.Errorf("%s: %s = %#v, want a non-empty string", where, f, v)
+			}
+		}
+	}
+}
+
+func keys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// seen is one request a target received.
+type seen struct {
+	Method string
+	Path   string
+	Query  string
+	Header http.Header
+	Body   []byte
+}
+
+// target is an httptest server on 127.0.0.1 that records every request and
+// answers with answer. Each request is also sent on hits (never blocking).
+type target struct {
+	srv  *httptest.Server
+	hits chan seen
+
+	mu   sync.Mutex
+	reqs []seen
+}
+
+func newTarget(t *testing.T, answer http.HandlerFunc) *target {
+	t.Helper()
+	tg := &target{hits: make(chan seen, 1024)}
+	tg.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 2<<20))
+		s := seen{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: b}
+		tg.mu.Lock()
+		tg.reqs = append(tg.reqs, s)
+		tg.mu.Unlock()
+		select {
+		case tg.hits <- s:
+		default:
+		}
+		answer(w, r)
+	}))
+	t.Cleanup(tg.srv.Close)
+	return tg
+}
+
+func (tg *target) url(path string) string { return tg.srv.URL + path }
+
+// requests returns the requests received on path.
+func (tg *target) requests(path string) []seen {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	var out []seen
+	for _, s := range tg.reqs {
+		if s.Path == path {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (tg *target) total() int {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return len(tg.reqs)
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runnerProc is a background `idemrun run` process.
+type runnerProc struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	stdout  *syncBuffer
+	logs    *syncBuffer
+	started chan struct{} // closed at the "runner started" log line
+	exited  chan struct{} // closed once the process has been waited for
+	code    int           // exit code, valid after exited is closed
+}
+
+// startRunner starts `idemrun run ARGS` and waits until it logs that it
+// started (or fails the test if it exits first or takes over 15 s).
+func (e *env) startRunner(args ...string) *runnerProc {
+	e.t.Helper()
+	p := e.spawnRunner(args...)
+	select {
+	case <-p.started:
+	case <-p.exited:
+		e.t.Fatalf("idemrun run %v exited with %d before starting:\n%s", args, p.code, p.logs)
+	case <-time.After(15 * time.Second):
+		e.t.Fatalf("idemrun run %v did not start within 15s:\n%s", args, p.logs)
+	}
+	return p
+}
+
+// spawnRunner starts `idemrun run ARGS` without waiting for it.
+func (e *env) spawnRunner(args ...string) *runnerProc {
+	e.t.Helper()
+	cmd := exec.Command(binPath, append([]string{"run"}, args...)...)
+	cmd.Dir = e.dir
+	cmd.Env = e.environ()
+	p := &runnerProc{t: e.t, cmd: cmd, stdout: &syncBuffer{}, logs: &syncBuffer{}, started: make(chan struct{}), exited: make(chan struct{})}
+	cmd.Stdout = p.stdout
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		once := false
+		for sc.Scan() {
+			line := sc.Text()
+			p.logs.Write([]byte(line + "\n"))
+			if !once && strings.Contains(line, "runner started") {
+				once = true
+				close(p.started)
+			}
+		}
+		_, _ = io.Copy(p.logs, pipe)
+		err := cmd.Wait()
+		p.code = 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			p.code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				p.code = -int(ws.Signal())
+			}
+		}
+		close(p.exited)
+	}()
+	e.t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	return p
+}
+
+// stop sends sig and waits (at most 20 s) for the process to exit; it
+// returns the exit code, or minus the signal number if a signal ended it.
+func (p *runnerProc) stop(sig os.Signal) int {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatalf("signal %v to runner: %v", sig, err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		p.t.Fatalf("runner did not exit within 20s of %v:\n%s", sig, p.logs)
+	}
+	return p.code
+}
+
+func (p *runnerProc) pid() int { return p.cmd.Process.Pid }
+
+// unixClient is an HTTP client that reaches the admin socket at sock.
+func unixClient(sock string) *http.Client {
+	return &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", sock)
+			},
+		},
+	}
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// mustNotContain fails when out holds any of secrets.
+func mustNotContain(t *testing.T, where, out string, secrets ...string) {
+	t.Helper()
+	for _, s := range secrets {
+		if strings.Contains(out, s) {
+			t.Errorf("%s leaks %q:\n%s", where, s, out)
+		}
+	}
+}

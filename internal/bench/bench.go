@@ -1,0 +1,384 @@
+// Package bench measures idemrun the way River's `river bench` measures
+// River: enqueue throughput (one by one from many producers, and in
+// batches), then worked jobs per second against a loopback HTTP target,
+// with the disk's raw commit rate measured in the same run so every figure
+// is also a ratio. It backs `idemrun bench`.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/runner"
+	"github.com/idemrun/idemrun/store"
+)
+
+// Config is one bench run.
+type Config struct {
+	// Jobs is how many jobs are enqueued and worked. Defaults to 20,000.
+	Jobs int
+	// Workers is the runner's worker count. Defaults to 100.
+	Workers int
+	// Producers is how many goroutines enqueue one job at a time.
+	// Defaults to 64.
+	Producers int
+	// Preload fills the store with this many end-state jobs first.
+	Preload int
+	// Dir is where the scratch databases go; a temporary directory when
+	// empty. Every file the bench creates is deleted.
+	Dir string
+	// Out receives progress notes; nil discards.
+	Out io.Writer
+}
+
+// Result holds the figures. JSON names are a contract.
+type Result struct {
+	Jobs                   int     `json:"jobs"`
+	Workers                int     `json:"workers"`
+	Producers              int     `json:"producers"`
+	Preload                int     `json:"preload"`
+	EnqueueJobsPerS        float64 `json:"enqueue_jobs_per_s"`
+	EnqueueP50Ms           float64 `json:"enqueue_p50_ms"`
+	EnqueueP99Ms           float64 `json:"enqueue_p99_ms"`
+	EnqueueManyJobsPerS    float64 `json:"enqueue_many_jobs_per_s"`
+	WorkedJobsPerS         float64 `json:"worked_jobs_per_s"`
+	CommitsPerJob          float64 `json:"commits_per_job"`
+	PeakRSSMiB             float64 `json:"peak_rss_mib"`
+	RawUpdateCommitsPerS   float64 `json:"raw_update_commits_per_s"`
+	StatsLatencyMs         float64 `json:"stats_latency_ms"`
+	ClaimLatencyMs         float64 `json:"claim_latency_ms"`
+	RestartToFirstSendMs   float64 `json:"restart_to_first_send_ms"`
+	PreloadSeconds         float64 `json:"preload_s,omitempty"`
+	TargetRequestsReceived int64   `json:"target_requests_received"`
+}
+
+func (c *Config) defaults() {
+	if c.Jobs <= 0 {
+		c.Jobs = 20000
+	}
+	if c.Workers <= 0 {
+		c.Workers = 100
+	}
+	if c.Producers <= 0 {
+		c.Producers = 64
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+}
+
+// target is the loopback HTTP server: 201 to every POST.
+type target struct {
+	srv      *http.Server
+	url      string
+	requests atomic.Int64
+	first    chan struct{}
+	once     sync.Once
+}
+
+func startTarget() (*target, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	t := &target{url: "http://" + ln.Addr().String(), first: make(chan struct{})}
+	body := []byte(`{"id":"pay_1","status":"succeeded"}`)
+	t.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		t.requests.Add(1)
+		t.once.Do(func() { close(t.first) })
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(body)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = t.srv.Serve(ln) }()
+	return t, nil
+}
+
+func (t *target) resetFirst() {
+	t.first = make(chan struct{})
+	t.once = sync.Once{}
+}
+
+func request(url string, i int) (api.Request, api.EnqueueOptions) {
+	return api.Request{
+			Method: "POST",
+			URL:    url + "/payments",
+			Header: []api.Header{{Name: "Content-Type", Value: "application/json"}},
+			Body:   []byte(`{"amount":` + strconv.Itoa(1000+i) + `,"currency":"EUR"}`),
+		}, api.EnqueueOptions{
+			Key:            "bench-" + strconv.Itoa(i),
+			StatusURL:      url + "/payments/{key}",
+			AttemptTimeout: 10 * time.Second,
+		}
+}
+
+// Run runs the bench.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg.defaults()
+	dir := cfg.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "idemrun-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Producers: cfg.Producers, Preload: cfg.Preload}
+	var err error
+	rawPath := filepath.Join(dir, "raw-commits.db")
+	if res.RawUpdateCommitsPerS, err = store.RawCommitsPerSecond(rawPath, time.Second); err != nil {
+		return nil, fmt.Errorf("bench: raw commits: %w", err)
+	}
+	fmt.Fprintf(cfg.Out, "raw bbolt Update commits/s: %.0f\n", res.RawUpdateCommitsPerS)
+
+	tgt, err := startTarget()
+	if err != nil {
+		return nil, err
+	}
+	defer tgt.srv.Close()
+
+	// Batch enqueue, in its own file.
+	manyPath := filepath.Join(dir, "bench-many.db")
+	if res.EnqueueManyJobsPerS, err = enqueueMany(ctx, manyPath, tgt.url, cfg.Jobs); err != nil {
+		return nil, err
+	}
+	os.Remove(manyPath)
+	fmt.Fprintf(cfg.Out, "EnqueueMany: %.0f jobs/s\n", res.EnqueueManyJobsPerS)
+
+	dbPath := filepath.Join(dir, "bench.db")
+	defer os.Remove(dbPath)
+	c, err := api.Open(dbPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			c.Close()
+		}
+	}()
+	if cfg.Preload > 0 {
+		start := time.Now()
+		if err := preload(ctx, c.Store(), cfg.Preload); err != nil {
+			return nil, err
+		}
+		res.PreloadSeconds = time.Since(start).Seconds()
+		fmt.Fprintf(cfg.Out, "preloaded %d end-state jobs in %.1fs\n", cfg.Preload, res.PreloadSeconds)
+	}
+
+	// One-by-one enqueue from many producers.
+	lat := make([]time.Duration, cfg.Jobs)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	start := time.Now()
+	for p := 0; p < cfg.Producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= cfg.Jobs {
+					return
+				}
+				req, o := request(tgt.url, i)
+				t0 := time.Now()
+				if _, err := c.Enqueue(ctx, req, o); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		}()
+	}
+	wg.Wait()
+	if e := firstErr.Load(); e != nil {
+		return nil, fmt.Errorf("bench: enqueue: %w", e.(error))
+	}
+	el := time.Since(start)
+	res.EnqueueJobsPerS = float64(cfg.Jobs) / el.Seconds()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	res.EnqueueP50Ms = ms(lat[len(lat)/2])
+	res.EnqueueP99Ms = ms(lat[len(lat)*99/100])
+	fmt.Fprintf(cfg.Out, "Enqueue (%d producers): %.0f jobs/s, p50 %.2f ms, p99 %.2f ms\n", cfg.Producers, res.EnqueueJobsPerS, res.EnqueueP50Ms, res.EnqueueP99Ms)
+
+	// Work them.
+	commits0, _ := c.Store().Counters()
+	var succeeded atomic.Int64
+	done := make(chan struct{})
+	var doneOnce sync.Once
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r, err := c.NewRunner(runner.Config{
+		Workers:       cfg.Workers,
+		StartupSpread: time.Millisecond,
+		Doer:          runner.NewHTTPClient(cfg.Workers),
+		OnWrite: func(j *store.Job) {
+			if j.State == store.StateSucceeded && succeeded.Add(1) == int64(cfg.Jobs) {
+				doneOnce.Do(func() { close(done) })
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	runErr := make(chan error, 1)
+	start = time.Now()
+	go func() { runErr <- r.Run(rctx) }()
+	select {
+	case <-done:
+	case err := <-runErr:
+		return nil, fmt.Errorf("bench: runner stopped early: %v", err)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	el = time.Since(start)
+	cancel()
+	<-runErr
+	commits1, _ := c.Store().Counters()
+	res.WorkedJobsPerS = float64(cfg.Jobs) / el.Seconds()
+	res.CommitsPerJob = float64(commits1-commits0) / float64(cfg.Jobs)
+	res.TargetRequestsReceived = tgt.requests.Load()
+	fmt.Fprintf(cfg.Out, "Worked (%d workers): %.0f jobs/s, %.3f commits/job\n", cfg.Workers, res.WorkedJobsPerS, res.CommitsPerJob)
+
+	// Latencies on the now-full store.
+	res.StatsLatencyMs = medianMs(31, func() error { _, err := c.Stats(ctx); return err })
+	res.ClaimLatencyMs = medianMs(31, func() error {
+		_, err := c.Store().ClaimDue(ctx, store.StatePending, time.Now(), 100, nil)
+		return err
+	})
+
+	// Restart to first send: one due job, close, reopen, time to the target.
+	req, o := request(tgt.url, cfg.Jobs+1)
+	if _, err := c.Enqueue(ctx, req, o); err != nil {
+		return nil, err
+	}
+	c.Close()
+	closed = true
+	tgt.resetFirst()
+	t0 := time.Now()
+	c2, err := api.Open(dbPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer c2.Close()
+	r2, err := c2.NewRunner(runner.Config{Workers: cfg.Workers, StartupSpread: time.Millisecond})
+	if err != nil {
+		return nil, err
+	}
+	r2ctx, cancel2 := context.WithCancel(ctx)
+	r2done := make(chan error, 1)
+	go func() { r2done <- r2.Run(r2ctx) }()
+	select {
+	case <-tgt.first:
+		res.RestartToFirstSendMs = ms(time.Since(t0))
+	case <-time.After(30 * time.Second):
+		cancel2()
+		<-r2done
+		return nil, errors.New("bench: no send within 30 s of restart")
+	}
+	cancel2()
+	<-r2done
+	res.PeakRSSMiB = peakRSSMiB()
+	return res, nil
+}
+
+func enqueueMany(ctx context.Context, path, url string, n int) (float64, error) {
+	c, err := api.Open(path, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	const batch = 1000
+	items := make([]api.ManyItem, 0, batch)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		req, o := request(url, i)
+		items = append(items, api.ManyItem{Request: req, Options: o})
+		if len(items) == batch || i == n-1 {
+			res, err := c.EnqueueMany(ctx, items)
+			if err != nil {
+				return 0, err
+			}
+			for _, r := range res {
+				if r.Err != nil {
+					return 0, r.Err
+				}
+			}
+			items = items[:0]
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+func preload(ctx context.Context, db *store.DB, n int) error {
+	now := time.Now().UTC()
+	const batch = 5000
+	jobs := make([]*store.Job, 0, batch)
+	for i := 0; i < n; i++ {
+		j := &store.Job{
+			ID: store.NewID(), Key: "preload-" + strconv.Itoa(i), Fingerprint: "sha256:preload", State: store.StateSucceeded,
+			Request:   store.Request{Method: "POST", URL: "http://127.0.0.1:9/payments", Body: []byte(`{"amount":1}`)},
+			CreatedAt: now, UpdatedAt: now, NextRunAt: now, Deadline: now.Add(15 * time.Minute),
+			MaxAttempts: 5, DeadlineAfter: 15 * time.Minute, AttemptTimeout: 10 * time.Second, Attempts: 1,
+			Result: &store.Result{HTTPStatus: 201, Body: []byte(`{"id":"pay"}`), Source: "attempt"},
+		}
+		jobs = append(jobs, j)
+		if len(jobs) == batch || i == n-1 {
+			if err := db.Seed(ctx, jobs); err != nil {
+				return err
+			}
+			jobs = jobs[:0]
+		}
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func medianMs(n int, fn func() error) float64 {
+	ds := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		if fn() != nil {
+			return -1
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ms(ds[n/2])
+}
+
+// peakRSSMiB reads the process's peak resident set size (VmHWM) from
+// /proc; 0 where there is no /proc.
+func peakRSSMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
