@@ -78,6 +78,8 @@ type Config struct {
 	// ClaimRounds is how many claim rounds may wait for their commit at
 	// once. Defaults to 4.
 	ClaimRounds int
+	// ClaimBatch is the most jobs one claim round takes. Defaults to 32.
+	ClaimBatch int
 	// ShutdownGrace is how long in-flight attempts may run after Run's
 	// context is canceled before they are canceled too. Defaults to 10 s.
 	ShutdownGrace time.Duration
@@ -141,6 +143,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ClaimRounds <= 0 {
 		c.ClaimRounds = 4
+	}
+	if c.ClaimBatch <= 0 {
+		c.ClaimBatch = 32
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second
@@ -296,6 +301,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		// it does, the next one claims the slots freed meanwhile. Rounds
 		// skip each other's candidates, so they do not collide.
 		if free > 0 && inRounds < r.cfg.ClaimRounds && !short {
+			// Small rounds keep the first jobs of a round from waiting on
+			// the decoding of the last ones.
+			free = min(free, r.cfg.ClaimBatch)
 			r.reserve(free)
 			inRounds++
 			go func(n int) {

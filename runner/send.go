@@ -77,10 +77,23 @@ func BuildRequest(ctx context.Context, j *store.Job) (*http.Request, error) {
 			format = f
 		}
 	}
-	req.Header.Set(idemkey.HeaderName, idemkey.FormatHeader(j.Key, format))
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", "idemrun")
 	}
+	key := idemkey.FormatHeader(j.Key, format)
+	if len(j.Request.Body) == 0 {
+		// An empty body must go out as "Content-Length: 0", which needs
+		// http.NoBody, and net/http would then count the request as
+		// replayable because of its Idempotency-Key header. The header is
+		// therefore stored under a lower-case map key, which the transport's
+		// check does not see; header names are case-insensitive on the wire.
+		req.Body = http.NoBody
+		req.ContentLength = 0
+		req.GetBody = nil
+		req.Header[strings.ToLower(idemkey.HeaderName)] = []string{key}
+		return req, nil
+	}
+	req.Header.Set(idemkey.HeaderName, key)
 	req.Body = io.NopCloser(bytes.NewReader(j.Request.Body))
 	req.ContentLength = int64(len(j.Request.Body))
 	req.GetBody = nil

@@ -336,7 +336,7 @@ func TestNoHiddenResend(t *testing.T) {
 		j := newJob(ct.srv.URL, func(j *store.Job) {
 			j.NoEffectStatuses = []int{503}
 			if i%3 == 0 {
-				j.Request.Body = nil // an empty body must not become http.NoBody (replayable)
+				j.Request.Body = nil // an empty body goes out as NoBody; it must still not be replayable
 			}
 		})
 		jobs = append(jobs, j)

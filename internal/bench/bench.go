@@ -63,6 +63,8 @@ type Result struct {
 	RestartToFirstSendMs   float64 `json:"restart_to_first_send_ms"`
 	PreloadSeconds         float64 `json:"preload_s,omitempty"`
 	TargetRequestsReceived int64   `json:"target_requests_received"`
+	CommitMsAvg            float64 `json:"commit_ms_avg"`
+	OpsPerCommit           float64 `json:"ops_per_commit"`
 }
 
 func (c *Config) defaults() {
@@ -218,6 +220,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	fmt.Fprintf(cfg.Out, "Enqueue (%d producers): %.0f jobs/s, p50 %.2f ms, p99 %.2f ms\n", cfg.Producers, res.EnqueueJobsPerS, res.EnqueueP50Ms, res.EnqueueP99Ms)
 
 	// Work them.
+	var commitN, commitOps atomic.Int64
+	var commitDur atomic.Int64
+	c.Store().SetCommitObserver(func(d time.Duration, ops int) {
+		commitN.Add(1)
+		commitOps.Add(int64(ops))
+		commitDur.Add(int64(d))
+	})
 	commits0, _ := c.Store().Counters()
 	var succeeded atomic.Int64
 	done := make(chan struct{})
@@ -254,7 +263,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.WorkedJobsPerS = float64(cfg.Jobs) / el.Seconds()
 	res.CommitsPerJob = float64(commits1-commits0) / float64(cfg.Jobs)
 	res.TargetRequestsReceived = tgt.requests.Load()
-	fmt.Fprintf(cfg.Out, "Worked (%d workers): %.0f jobs/s, %.3f commits/job\n", cfg.Workers, res.WorkedJobsPerS, res.CommitsPerJob)
+	c.Store().SetCommitObserver(func(time.Duration, int) {})
+	if n := commitN.Load(); n > 0 {
+		res.CommitMsAvg = ms(time.Duration(commitDur.Load() / n))
+		res.OpsPerCommit = float64(commitOps.Load()) / float64(n)
+	}
+	fmt.Fprintf(cfg.Out, "Worked (%d workers): %.0f jobs/s, %.3f commits/job, %.2f ms/commit, %.1f ops/commit\n", cfg.Workers, res.WorkedJobsPerS, res.CommitsPerJob, res.CommitMsAvg, res.OpsPerCommit)
 
 	// Latencies on the now-full store.
 	res.StatsLatencyMs = medianMs(31, func() error { _, err := c.Stats(ctx); return err })
