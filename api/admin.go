@@ -288,7 +288,7 @@ func (a *admin) enqueueMany(w http.ResponseWriter, r *http.Request) {
 
 func (a *admin) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := ListFilter{Cursor: q.Get("cursor")}
+	f := ListFilter{Cursor: q.Get("cursor"), Oldest: q.Get("oldest") == "true"}
 	for _, s := range q["state"] {
 		for _, p := range strings.Split(s, ",") {
 			st, err := store.ParseState(p)

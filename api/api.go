@@ -328,6 +328,10 @@ type ListFilter struct {
 	Limit int
 	// Cursor continues from a previous page's Next.
 	Cursor string
+	// Oldest lists each state's oldest jobs first (earliest next_run_at for
+	// pending and unknown, least recently updated otherwise); it needs
+	// States and takes no Cursor.
+	Oldest bool
 }
 
 // ListPage is one page of jobs, newest first.
@@ -346,7 +350,10 @@ func (c *Client) List(ctx context.Context, f ListFilter) (ListPage, error) {
 			return ListPage{}, invalid("state", string(s), "pending, running, unknown, succeeded, failed, needs_attention, canceled")
 		}
 	}
-	p, err := c.db.List(store.ListFilter{States: f.States, Limit: f.Limit, Cursor: f.Cursor})
+	if f.Oldest && (len(f.States) == 0 || f.Cursor != "") {
+		return ListPage{}, invalid("oldest", "true", "a state filter and no cursor")
+	}
+	p, err := c.db.List(store.ListFilter{States: f.States, Limit: f.Limit, Cursor: f.Cursor, Oldest: f.Oldest})
 	if err != nil {
 		return ListPage{}, err
 	}

@@ -183,6 +183,9 @@ func (r *Remote) List(ctx context.Context, f ListFilter) (ListPage, error) {
 	if f.Cursor != "" {
 		q.Set("cursor", f.Cursor)
 	}
+	if f.Oldest {
+		q.Set("oldest", "true")
+	}
 	var p ListPage
 	err := r.do(ctx, http.MethodGet, "/v1/jobs?"+q.Encode(), nil, &p)
 	return p, err

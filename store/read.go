@@ -54,6 +54,10 @@ type ListFilter struct {
 	// Cursor continues a previous page (ListPage.Next); empty starts at the
 	// beginning.
 	Cursor string
+	// Oldest lists the first jobs of each state's index instead of the
+	// newest: the earliest next_run_at for pending and unknown, the least
+	// recently updated for the others. It needs States and takes no Cursor.
+	Oldest bool
 }
 
 // ListPage is one page of List.
@@ -80,6 +84,12 @@ func (db *DB) List(f ListFilter) (ListPage, error) {
 			return ListPage{}, fmt.Errorf("store: invalid list cursor %q; pass the next cursor of a previous page", f.Cursor)
 		}
 		cur = c
+	}
+	if f.Oldest {
+		if len(f.States) == 0 || cur != nil {
+			return ListPage{}, fmt.Errorf("store: listing the oldest jobs needs a state filter and no cursor")
+		}
+		return db.listOldest(f)
 	}
 	var page ListPage
 	err := db.bolt.View(func(tx *bolt.Tx) error {
@@ -121,6 +131,30 @@ func (db *DB) List(f ListFilter) (ListPage, error) {
 				// starts after this entry and moves on to the next state.
 				page.Next = hex.EncodeToString(indexKeyOf(page.Jobs[len(page.Jobs)-1]))
 				return nil
+			}
+		}
+		return nil
+	})
+	return page, err
+}
+
+// listOldest walks each state's index forwards.
+func (db *DB) listOldest(f ListFilter) (ListPage, error) {
+	var page ListPage
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		b := bucketsOf(tx)
+		for _, s := range f.States {
+			sb := stateByte[s]
+			if sb == 0 {
+				return fmt.Errorf("store: unknown state %q", s)
+			}
+			c := b.index.Cursor()
+			for k, _ := c.Seek([]byte{sb}); k != nil && k[0] == sb && len(page.Jobs) < f.Limit; k, _ = c.Next() {
+				j, err := b.load(k[9:])
+				if err != nil {
+					return err
+				}
+				page.Jobs = append(page.Jobs, j)
 			}
 		}
 		return nil

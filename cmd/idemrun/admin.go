@@ -141,11 +141,11 @@ func (m *Main) watch(ctx context.Context, args []string) error {
 			fmt.Fprintf(tw, "finished/s\t%.1f\t\n", rate)
 			tw.Flush()
 			for _, s := range []store.State{store.StateUnknown, store.StateNeedsAttention} {
-				page, err := svc.List(ctx, api.ListFilter{States: []store.State{s}, Limit: 5})
+				page, err := svc.List(ctx, api.ListFilter{States: []store.State{s}, Limit: 5, Oldest: true})
 				if err != nil || len(page.Jobs) == 0 {
 					continue
 				}
-				fmt.Fprintf(m.Stdout, "\noldest-looking %s:\n", s)
+				fmt.Fprintf(m.Stdout, "\noldest %s:\n", s)
 				for _, j := range page.Jobs {
 					fmt.Fprintf(m.Stdout, "  %s  %s  %s\n", j.ID, ago(j.UpdatedAt), trunc(firstNonEmpty(j.Reason, j.LastError), 90))
 				}

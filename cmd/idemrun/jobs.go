@@ -277,6 +277,7 @@ func (m *Main) list(ctx context.Context, args []string) error {
 	states := fs.StringArray("state", nil, "only jobs in this state (repeatable)")
 	limit := fs.Int("limit", 50, fmt.Sprintf("page size (1-%d)", store.MaxListLimit))
 	cursor := fs.String("cursor", "", "continue after a previous page (printed as next)")
+	oldest := fs.Bool("oldest", false, "oldest first within each --state (earliest next run / least recently updated)")
 	asJSON := fs.Bool("json", false, "print a JSON array of jobs")
 	if err := m.parse(fs, args); err != nil {
 		return err
@@ -296,7 +297,10 @@ func (m *Main) list(ctx context.Context, args []string) error {
 		return err
 	}
 	defer svc.Close()
-	page, err := svc.List(ctx, api.ListFilter{States: ss, Limit: *limit, Cursor: *cursor})
+	if *oldest && len(ss) == 0 {
+		return &api.InvalidError{Field: "oldest", Value: "true", Accepted: "--oldest together with at least one --state"}
+	}
+	page, err := svc.List(ctx, api.ListFilter{States: ss, Limit: *limit, Cursor: *cursor, Oldest: *oldest})
 	if err != nil {
 		return err
 	}
