@@ -169,6 +169,13 @@ func (m *Main) printJSON(v any) error {
 // runner's admin socket beside it. create says whether a missing file may
 // be created (only enqueue creates).
 func (m *Main) openService(path string, create bool) (api.Service, error) {
+	// A socket beside the file usually means a runner holds it: ask it
+	// first, so commands do not wait out the lock timeout.
+	if _, err := os.Stat(api.SocketPath(path)); err == nil {
+		if rem, err := api.DialSocket(path, m.Getenv); err == nil {
+			return rem, nil
+		}
+	}
 	opts := &api.Options{LockTimeout: 300 * time.Millisecond, MustExist: !create, Warn: m.Stderr}
 	c, err := api.Open(path, opts)
 	if err == nil {
