@@ -66,7 +66,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		if ratio && raw > 0 {
 			r = fmt.Sprintf("%.1f× raw commits/s", v/raw)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\t\n", name, v, unit, r)
+		fmt.Fprintf(tw, "%s\t%.3f\t%s\t%s\t\n", name, v, unit, r)
 	}
 	fmt.Fprintf(tw, "jobs\t%d\t\t\t\n", res.Jobs)
 	fmt.Fprintf(tw, "workers / producers\t%d / %d\t\t\t\n", res.Workers, res.Producers)

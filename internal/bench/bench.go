@@ -363,7 +363,7 @@ func preload(ctx context.Context, db *store.DB, n int) error {
 	return nil
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func medianMs(n int, fn func() error) float64 {
 	ds := make([]time.Duration, 0, n)
