@@ -123,6 +123,12 @@ func (c *HTTPChecker) Check(ctx context.Context, q Query) Answer {
 	_, _ = io.CopyN(io.Discard, body, maxDrain)
 
 	outcome, detail := Interpret(resp.StatusCode, data, truncated)
+	if outcome == FoundSucceeded && isHTML(resp.Header.Get("Content-Type")) {
+		// A 2xx HTML page is a login page or a web app's catch-all route,
+		// not a status API saying it found the operation. Counting it as
+		// found would end the job succeeded on no evidence.
+		outcome, detail = NoAnswer, fmt.Sprintf("%d with an HTML page, not a status answer", resp.StatusCode)
+	}
 	return Answer{
 		Outcome:    outcome,
 		HTTPStatus: resp.StatusCode,
@@ -282,4 +288,11 @@ func copyHeaders(dst, src http.Header, names []string) {
 			dst.Add(k, v)
 		}
 	}
+}
+
+// isHTML reports whether a Content-Type names an HTML document.
+func isHTML(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	return mt == "text/html" || mt == "application/xhtml+xml"
 }

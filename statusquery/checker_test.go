@@ -75,6 +75,10 @@ func TestHTTPCheckerProtocol(t *testing.T) {
 		if tc.status >= 300 && tc.status < 400 {
 			w.Header().Set("Location", "/elsewhere")
 		}
+		// The rows test how bodies are read; a declared JSON type keeps
+		// net/http from sniffing "text/html", which has its own rule
+		// (TestHTMLCatchAllIsNoAnswer).
+		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(tc.status)
 		io.WriteString(w, tc.body)
 	}))
