@@ -359,7 +359,7 @@ func TestCrashRunnerKilledMidAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	args := []string{"--db", e.db, "--workers", "8", "--quiet-period", "1h", "--startup-spread", "1ms", "--poll-interval", "50ms"}
+	args := []string{"--db", e.db, "--workers", "8", "--quiet-period", "1h", "--startup-spread", "1ms", "--poll-interval", "50ms", "--shutdown-grace", "2s"}
 	first := e.startRunner(args...)
 	timeout := time.NewTimer(15 * time.Second)
 	defer timeout.Stop()
