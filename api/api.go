@@ -486,13 +486,17 @@ type Service interface {
 var _ Service = (*Client)(nil)
 
 // Sweep deletes succeeded, failed and canceled jobs last updated more than
-// olderThan ago, in batches of 1000, releasing their keys. It returns how
-// many it deleted.
-func (c *Client) Sweep(ctx context.Context, olderThan time.Duration) (int, error) {
-	cutoff := c.opts.Now().Add(-olderThan)
+// olderThan ago, in batches of 1000. Their keys stay reserved (enqueueing
+// one again is refused) until keysFor has passed since the job's last
+// update; a keysFor shorter than olderThan releases keys with their jobs.
+// It returns how many jobs it deleted.
+func (c *Client) Sweep(ctx context.Context, olderThan, keysFor time.Duration) (int, error) {
+	now := c.opts.Now()
+	cutoff := now.Add(-olderThan)
+	keyCutoff := now.Add(-max(keysFor, olderThan))
 	total := 0
 	for {
-		n, err := c.db.Sweep(ctx, cutoff, 1000)
+		n, err := c.db.SweepKeepKeys(ctx, cutoff, keyCutoff, 1000)
 		total += n
 		if err != nil || n < 1000 {
 			return total, err

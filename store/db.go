@@ -24,6 +24,9 @@ var (
 	bucketJobs  = []byte("jobs")
 	bucketKeys  = []byte("keys")
 	bucketIndex = []byte("index")
+	// bucketTombs orders the key reservations of deleted jobs by deletion
+	// time: time | id → key.
+	bucketTombs = []byte("tombs")
 
 	metaSchema = []byte("schema")
 	metaApp    = []byte("app")
@@ -57,9 +60,15 @@ var (
 type KeyConflictError struct {
 	Key   string
 	JobID string
+	// Deleted is set when the job that used the key has ended and been
+	// deleted by retention, and the key is still reserved.
+	Deleted time.Time
 }
 
 func (e *KeyConflictError) Error() string {
+	if !e.Deleted.IsZero() {
+		return fmt.Sprintf("store: idempotency key %q was used by job %s, which ended and was deleted by retention (last update %s); the key stays reserved for the key retention period so the request is not sent twice; use a new key for a new request", e.Key, e.JobID, e.Deleted.UTC().Format(time.RFC3339))
+	}
 	return fmt.Sprintf("store: idempotency key %q already used by job %s for a different request (method, URL, headers or body differ); use a new key, or send the identical request", e.Key, e.JobID)
 }
 

@@ -169,6 +169,9 @@ func checkNew(j *Job) error {
 // its key.
 func enqueueIn(b buckets, j *Job, rec []byte) (EnqueueResult, error) {
 	if id := b.keys.Get([]byte(j.Key)); id != nil {
+		if len(id) == tombLen {
+			return EnqueueResult{}, &KeyConflictError{Key: j.Key, JobID: uuid.UUID(id[:16]).String(), Deleted: timeFromKey(binary.BigEndian.Uint64(id[16:]))}
+		}
 		ex, err := b.load(id)
 		if err != nil {
 			return EnqueueResult{}, err
@@ -612,6 +615,19 @@ func manual(j *Job, now time.Time, to State, actor, note string) {
 // canceled) last updated before cutoff, releasing their keys. It walks the
 // index, so its cost does not grow with the number of live jobs.
 func (db *DB) Sweep(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	return db.SweepKeepKeys(ctx, cutoff, cutoff, limit)
+}
+
+// tombLen is the length of a key entry that reserves the key of a deleted
+// job: its id and the deletion time.
+const tombLen = 16 + 8
+
+// SweepKeepKeys deletes up to limit end-state jobs last updated before
+// jobCutoff. A deleted job's key stays reserved (a tombstone: enqueueing it
+// again is refused with ErrKeyConflict) until keyCutoff passes the job's
+// last update; tombstones older than keyCutoff are released, up to limit
+// per call. Both walks use indexes.
+func (db *DB) SweepKeepKeys(ctx context.Context, jobCutoff, keyCutoff time.Time, limit int) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -619,9 +635,32 @@ func (db *DB) Sweep(ctx context.Context, cutoff time.Time, limit int) (int, erro
 	err := db.write(func(tx *bolt.Tx) error {
 		n = 0
 		b := bucketsOf(tx)
+		tombs, err := tx.CreateBucketIfNotExists(bucketTombs)
+		if err != nil {
+			return fatal(err)
+		}
+		// Release tombstones whose reservation is over.
+		var old [][]byte
+		tc := tombs.Cursor()
+		bound := make([]byte, 8)
+		binary.BigEndian.PutUint64(bound, timeKey(keyCutoff))
+		for k, _ := tc.First(); k != nil && bytes.Compare(k[:8], bound) < 0 && len(old) < limit; k, _ = tc.Next() {
+			old = append(old, append([]byte(nil), k...))
+		}
+		for _, k := range old {
+			key := tombs.Get(k)
+			if v := b.keys.Get(key); len(v) == tombLen && bytes.Equal(v[:16], k[8:]) {
+				if err := fatal(b.keys.Delete(key)); err != nil {
+					return err
+				}
+			}
+			if err := fatal(tombs.Delete(k)); err != nil {
+				return err
+			}
+		}
 		var ids [][]byte
 		for _, s := range []State{StateSucceeded, StateFailed, StateCanceled} {
-			bound := dueBound(s, cutoff)
+			bound := dueBound(s, jobCutoff)
 			c := b.index.Cursor()
 			for k, _ := c.Seek([]byte{stateByte[s]}); k != nil && k[0] == stateByte[s] && len(ids) < limit; k, _ = c.Next() {
 				if bytes.Compare(k[:9], bound) >= 0 {
@@ -637,6 +676,21 @@ func (db *DB) Sweep(ctx context.Context, cutoff time.Time, limit int) (int, erro
 			}
 			if err := b.remove(j); err != nil {
 				return err
+			}
+			if j.UpdatedAt.After(keyCutoff) || j.UpdatedAt.Equal(keyCutoff) {
+				// Keep the key reserved: a tombstone in the key map.
+				tk := make([]byte, 8+16)
+				binary.BigEndian.PutUint64(tk, timeKey(j.UpdatedAt))
+				copy(tk[8:], id)
+				tv := make([]byte, tombLen)
+				copy(tv, id)
+				binary.BigEndian.PutUint64(tv[16:], timeKey(j.UpdatedAt))
+				if err := fatal(b.keys.Put([]byte(j.Key), tv)); err != nil {
+					return err
+				}
+				if err := fatal(tombs.Put(tk, []byte(j.Key))); err != nil {
+					return err
+				}
 			}
 			n++
 		}

@@ -35,6 +35,9 @@ func (db *DB) GetByKey(key string) (*Job, error) {
 		if id == nil {
 			return fmt.Errorf("%w: no job has key %q", ErrNotFound, key)
 		}
+		if len(id) == tombLen {
+			return fmt.Errorf("%w: the job that had key %q ended and was deleted by retention; the key stays reserved", ErrNotFound, key)
+		}
 		var err error
 		j, err = b.load(id)
 		return err
@@ -307,7 +310,19 @@ func (db *DB) Check() (CheckReport, error) {
 		}); err != nil {
 			return err
 		}
+		tombs := tx.Bucket(bucketTombs)
 		if err := b.keys.ForEach(func(k, v []byte) error {
+			if len(v) == tombLen {
+				tk := make([]byte, 8+16)
+				copy(tk, v[16:])
+				copy(tk[8:], v[:16])
+				if b.jobs.Get(v[:16]) != nil {
+					add("key %q is reserved for deleted job %x, which exists", k, v[:16])
+				} else if tombs == nil || !bytes.Equal(tombs.Get(tk), k) {
+					add("key %q reservation has no tombstone entry", k)
+				}
+				return nil
+			}
 			if b.jobs.Get(v) == nil {
 				add("key %q maps to missing job %x", k, v)
 			}

@@ -40,6 +40,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	poll := fs.Duration("poll-interval", time.Second, "longest sleep when no work is due")
 	spread := fs.Duration("startup-spread", 2*time.Second, "spread due work over this long after start")
 	retention := fs.Duration("retention", 7*24*time.Hour, "delete succeeded/failed/canceled jobs older than this (0 keeps all)")
+	keyRetention := fs.Duration("key-retention", 30*24*time.Hour, "keep deleted jobs' keys reserved this long after their last update (at least --retention)")
 	if err := m.parse(fs, args); err != nil {
 		return err
 	}
@@ -55,6 +56,9 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		if d <= 0 || d > 24*time.Hour {
 			return &api.InvalidError{Field: name, Value: d.String(), Accepted: "a positive duration up to 24h"}
 		}
+	}
+	if *keyRetention < 0 {
+		return &api.InvalidError{Field: "key-retention", Value: keyRetention.String(), Accepted: "a duration ≥ 0 (values below --retention mean keys go with their jobs)"}
 	}
 	if *retention < 0 {
 		return &api.InvalidError{Field: "retention", Value: retention.String(), Accepted: "0 (keep all) or a positive duration"}
@@ -139,7 +143,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		logger.Info("admin api on tcp", "addr", ln.Addr().String())
 	}
 	if *retention > 0 {
-		go sweepLoop(ctx, client, *retention, logger)
+		go sweepLoop(ctx, client, *retention, *keyRetention, logger)
 	}
 	logger.Info("runner started", "db", path, "workers", *workers, "pid", os.Getpid())
 	if err := r.Run(ctx); err != nil {
@@ -190,11 +194,11 @@ func serveSocket(sock string, h http.Handler, logger *slog.Logger) (func(), erro
 	}, nil
 }
 
-func sweepLoop(ctx context.Context, c *api.Client, retention time.Duration, logger *slog.Logger) {
+func sweepLoop(ctx context.Context, c *api.Client, retention, keyRetention time.Duration, logger *slog.Logger) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
-		n, err := c.Sweep(ctx, retention)
+		n, err := c.Sweep(ctx, retention, keyRetention)
 		if err != nil && ctx.Err() == nil {
 			logger.Error("retention sweep failed", "err", err)
 		} else if n > 0 {
