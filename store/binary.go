@@ -127,7 +127,7 @@ func appendEvent(dst []byte, e *Event) []byte {
 // binarySizeHint returns a size close above the encoding of j, so that
 // appendJobBinary grows dst once at most. It need not be exact.
 func binarySizeHint(j *Job) int {
-	n := 256 + len(j.ID) + len(j.Key) + len(j.Fingerprint) + len(j.Request.URL) +
+	n := 160 + len(j.ID) + len(j.Key) + len(j.Fingerprint) + len(j.Request.URL) +
 		len(j.Request.Body) + len(j.StatusURL) + len(j.LastError) + len(j.Reason) + 10*len(j.NoEffectStatuses)
 	for _, h := range j.Request.Header {
 		n += 4 + len(h.Name) + len(h.Value)
@@ -137,7 +137,7 @@ func binarySizeHint(j *Job) int {
 	}
 	for i := range j.History {
 		e := &j.History[i]
-		n += 96 + len(e.Class) + len(e.Error) + len(e.RetryAfter) + len(e.Replayed) + len(e.DelayReason) +
+		n += 64 + len(e.Class) + len(e.Error) + len(e.RetryAfter) + len(e.Replayed) + len(e.DelayReason) +
 			len(e.Outcome) + len(e.Detail) + len(e.Actor) + len(e.Note)
 	}
 	return n
@@ -261,7 +261,7 @@ func decodeJobBinary(b []byte) (*Job, error) {
 	j.HistoryDropped = c.int("history_dropped")
 
 	if c.err == "" && c.off != len(b) {
-		c.fail(c.off, "end", fmt.Sprintf("%d trailing bytes after the last field", len(b)-c.off))
+		c.fail(c.off, "end", fmt.Sprintf("%d trailing bytes after the last field of format %d", len(b)-c.off, binaryFormat))
 	}
 	if c.err != "" {
 		if c.errEvent >= 0 {

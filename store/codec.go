@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -18,27 +17,24 @@ var ErrCorruptRecord = errors.New("store: corrupt job record")
 
 // headLen is the size of the fixed record head: version, state byte, the
 // index sort time and the fence. The writer reads the head to move index
-// entries and counters without decoding the JSON body, so encoding and
+// entries and counters without decoding the body, so encoding and
 // decoding happen in the callers' goroutines, not in the single writer.
 const headLen = 1 + 1 + 8 + 8
 
 // encodeJob returns the versioned record for j: version byte, state byte,
-// big-endian index time, big-endian fence, then the job as JSON.
+// big-endian index time, big-endian fence, then the job in the binary
+// encoding of binary.go.
 func encodeJob(j *Job) ([]byte, error) {
 	sb, ok := stateByte[j.State]
 	if !ok {
 		return nil, fmt.Errorf("store: encode job %s: unknown state %q", j.ID, j.State)
 	}
-	b, err := json.Marshal(j)
-	if err != nil {
-		return nil, fmt.Errorf("store: encode job %s: %w", j.ID, err)
-	}
-	out := make([]byte, headLen, len(b)+headLen)
+	out := make([]byte, headLen, headLen+512+len(j.Request.Body))
 	out[0] = recordVersion
 	out[1] = sb
 	binary.BigEndian.PutUint64(out[2:10], timeKey(j.indexTime()))
 	binary.BigEndian.PutUint64(out[10:18], j.Fence)
-	return append(out, b...), nil
+	return appendJobBinary(out, j), nil
 }
 
 // head is the fixed part of a record.
@@ -87,10 +83,11 @@ func DecodeRecord(b []byte) (*Job, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: bad record head (%d bytes)", ErrCorruptRecord, len(b))
 	}
-	var j Job
-	if err := json.Unmarshal(b[headLen:], &j); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
+	jp, err := decodeJobBinary(b[headLen:])
+	if err != nil {
+		return nil, err
 	}
+	j := *jp
 	if _, err := uuid.Parse(j.ID); err != nil {
 		return nil, fmt.Errorf("%w: bad id %q", ErrCorruptRecord, j.ID)
 	}

@@ -54,11 +54,21 @@ func FuzzDecodeRecord(f *testing.F) {
 	})
 }
 
-// zeroHead is the index-time and fence part of a record head, all zero.
-const zeroHead = "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-
 func TestDecodeRecordErrors(t *testing.T) {
-	const id = `"id":"01943b6a-8c00-7000-8000-000000000001"`
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	good := &Job{ID: "01943b6a-8c00-7000-8000-000000000001", Key: "k", Fingerprint: "f", State: StatePending,
+		CreatedAt: now, UpdatedAt: now, NextRunAt: now}
+	rec, err := encodeJob(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withBody := func(mod func(j *Job)) string {
+		j := *good
+		mod(&j)
+		return string(rec[:headLen]) + string(appendJobBinary(nil, &j))
+	}
+	flipHead := append([]byte(nil), rec...)
+	flipHead[1] = stateByte[StateSucceeded]
 	cases := []struct {
 		name string
 		in   string
@@ -66,14 +76,14 @@ func TestDecodeRecordErrors(t *testing.T) {
 	}{
 		{"empty", "", "empty record"},
 		{"version only", "\x01", "bad record head (1 bytes)"},
-		{"version 0", "\x00{" + id + `,"state":"pending"}`, "unknown record version 0"},
-		{"version 2", "\x02{" + id + `,"state":"pending"}`, "upgrade idemrun"},
-		{"bad head state", "\x01\x09" + zeroHead + "{" + id + `,"state":"pending"}`, "bad record head"},
-		{"truncated", "\x01\x01" + zeroHead + "{" + id, "unexpected end"},
-		{"wrong type", "\x01\x01" + zeroHead + "{" + id + `,"state":"pending","attempts":"2"}`, "attempts"},
-		{"bad id", "\x01\x01" + zeroHead + "{\"id\":\"x\",\"state\":\"pending\"}", "bad id"},
-		{"bad state", "\x01\x01" + zeroHead + "{" + id + `,"state":"done"}`, `unknown state "done"`},
-		{"head disagrees", "\x01\x04" + zeroHead + "{" + id + `,"state":"pending"}`, "head disagrees"},
+		{"version 0", "\x00" + string(rec[1:]), "unknown record version 0"},
+		{"version 2", "\x02" + string(rec[1:]), "upgrade idemrun"},
+		{"bad head state", "\x01\x09" + string(rec[2:]), "bad record head"},
+		{"truncated", string(rec[:len(rec)-3]), "truncated"},
+		{"trailing bytes", string(rec) + "xx", "trailing bytes"},
+		{"bad id", withBody(func(j *Job) { j.ID = "x" }), "bad id"},
+		{"bad state", withBody(func(j *Job) { j.State = "done" }), `unknown state "done"`},
+		{"head disagrees", string(flipHead), "head disagrees"},
 	}
 	for _, tc := range cases {
 		j, err := DecodeRecord([]byte(tc.in))

@@ -133,8 +133,9 @@ const MaxHistory = 200
 
 // Job is one stored request and everything known about it.
 //
-// The JSON encoding of Job is the record format (version 1); a change to a
-// field's name or meaning needs a new record version in codec.go.
+// The JSON tags name the fields for humans (history events in `idemrun show
+// --json`); the record on disk is the binary encoding of binary.go, and a
+// change to a field's meaning needs a new format there.
 type Job struct {
 	ID          string  `json:"id"`
 	Key         string  `json:"key"`
