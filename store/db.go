@@ -176,7 +176,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		NoFreelistSync: false,
 		MaxSize:        o.MaxSize,
 	}
-	bdb, err := bolt.Open(path, o.Mode, bo)
+	bdb, err := openBolt(path, o.Mode, bo)
 	if err != nil {
 		switch {
 		case errors.Is(err, bolterrors.ErrTimeout):
@@ -231,7 +231,7 @@ func (db *DB) init(existed bool) error {
 		return false, nil
 	}
 	var fresh bool
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		var err error
 		fresh, err = check(tx)
 		return err
@@ -242,7 +242,7 @@ func (db *DB) init(existed bool) error {
 	if db.opts.ReadOnly {
 		return fmt.Errorf("%w: %s is empty", ErrNotDatabase, db.path)
 	}
-	return db.bolt.Update(func(tx *bolt.Tx) error {
+	return db.update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
 			return err
@@ -293,7 +293,7 @@ func (db *DB) Counters() (commits, ops uint64) {
 // on (bbolt's Tx.WriteTo in a read transaction).
 func (db *DB) Backup(w io.Writer) (int64, error) {
 	var n int64
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		var err error
 		n, err = tx.WriteTo(w)
 		return err
@@ -323,4 +323,42 @@ func trimNL(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
+}
+
+// ErrCorrupt is wrapped by errors from a file whose pages are damaged.
+var ErrCorrupt = errors.New("store: database file is corrupt")
+
+// view runs a read transaction. bbolt panics on damaged pages; the panic
+// becomes an error naming the file, so a corrupt database is reported, not
+// a crash.
+func (db *DB) view(fn func(tx *bolt.Tx) error) (err error) {
+	defer db.recoverCorrupt(&err)
+	err = db.bolt.View(fn)
+	if errors.Is(err, ErrCorruptRecord) {
+		err = fmt.Errorf("%w (in %s); run `idemrun check %s`", err, db.path, db.path)
+	}
+	return err
+}
+
+// update runs a write transaction (only the writer goroutine and init).
+func (db *DB) update(fn func(tx *bolt.Tx) error) (err error) {
+	defer db.recoverCorrupt(&err)
+	return db.bolt.Update(fn)
+}
+
+func (db *DB) recoverCorrupt(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: %s: %v; run `idemrun check %s`, restore from a backup", ErrCorrupt, db.path, r, db.path)
+	}
+}
+
+// openBolt is bolt.Open with its panics on damaged files turned into
+// errors.
+func openBolt(path string, mode fs.FileMode, bo *bolt.Options) (db *bolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("%w: %s: %v; run `idemrun check %s`, restore from a backup", ErrCorrupt, path, r, path)
+		}
+	}()
+	return bolt.Open(path, mode, bo)
 }

@@ -327,7 +327,7 @@ func (db *DB) ClaimDueSkip(ctx context.Context, s State, now time.Time, limit in
 		job          *Job
 	}
 	var cands []cand
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		b := bucketsOf(tx)
 		prefix := stateByte[s]
 		bound := dueBound(s, now)

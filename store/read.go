@@ -18,7 +18,7 @@ func (db *DB) Get(id string) (*Job, error) {
 		return nil, err
 	}
 	var j *Job
-	err = db.bolt.View(func(tx *bolt.Tx) error {
+	err = db.view(func(tx *bolt.Tx) error {
 		var err error
 		j, err = bucketsOf(tx).load(idb)
 		return err
@@ -29,7 +29,7 @@ func (db *DB) Get(id string) (*Job, error) {
 // GetByKey returns the job holding an idempotency key.
 func (db *DB) GetByKey(key string) (*Job, error) {
 	var j *Job
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		b := bucketsOf(tx)
 		id := b.keys.Get([]byte(key))
 		if id == nil {
@@ -95,7 +95,7 @@ func (db *DB) List(f ListFilter) (ListPage, error) {
 		return db.listOldest(f)
 	}
 	var page ListPage
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		b := bucketsOf(tx)
 		if len(f.States) == 0 {
 			return listWalk(b.jobs.Cursor(), nil, cur, f.Limit, &page, func(k, v []byte) (*Job, error) {
@@ -144,7 +144,7 @@ func (db *DB) List(f ListFilter) (ListPage, error) {
 // listOldest walks each state's index forwards.
 func (db *DB) listOldest(f ListFilter) (ListPage, error) {
 	var page ListPage
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		b := bucketsOf(tx)
 		for _, s := range f.States {
 			sb := stateByte[s]
@@ -217,7 +217,7 @@ func listWalk(c *bolt.Cursor, prefix, from []byte, limit int, page *ListPage, de
 // the same transactions as the jobs (constant time).
 func (db *DB) Stats() (map[State]int64, error) {
 	out := make(map[State]int64, len(stateByte))
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		for _, s := range States() {
 			var n int64
@@ -235,7 +235,7 @@ func (db *DB) Stats() (map[State]int64, error) {
 // zero time when there are none.
 func (db *DB) OldestDue(s State) (time.Time, error) {
 	var t time.Time
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketIndex).Cursor()
 		k, _ := c.Seek([]byte{stateByte[s]})
 		if k != nil && k[0] == stateByte[s] {
@@ -266,7 +266,7 @@ func (db *DB) Check() (CheckReport, error) {
 			rep.Problems = append(rep.Problems, fmt.Sprintf(format, a...))
 		}
 	}
-	err := db.bolt.View(func(tx *bolt.Tx) (err error) {
+	err := db.view(func(tx *bolt.Tx) (err error) {
 		defer func() {
 			if r := recover(); r != nil {
 				err = fmt.Errorf("store: check of %s stopped: the file is corrupt: %v", db.path, r)

@@ -122,7 +122,7 @@ func (db *DB) runBatch(batch []*op, results []error) error {
 			(*fn)(time.Since(start), len(batch))
 		}
 	}()
-	return db.bolt.Update(func(tx *bolt.Tx) error {
+	return db.update(func(tx *bolt.Tx) error {
 		for i, o := range batch {
 			err := o.fn(tx)
 			var fe *fatalError
