@@ -283,11 +283,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			select {
 			case res := <-rounds:
 				inRounds--
-				short = res.short
-				if res.err != nil && ctx.Err() == nil {
-					r.cfg.Logger.Error("claim failed", "err", res.err)
-					sleepCtx(ctx, r.cfg.PollInterval)
-				}
+				short = r.roundDone(ctx, res)
 			default:
 				break collect
 			}
@@ -319,11 +315,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			select {
 			case res := <-rounds:
 				inRounds--
-				short = res.short
-				if res.err != nil && ctx.Err() == nil {
-					r.cfg.Logger.Error("claim failed", "err", res.err)
-					sleepCtx(ctx, r.cfg.PollInterval)
-				}
+				short = r.roundDone(ctx, res)
 			case <-r.done:
 			case <-ctx.Done():
 			}
@@ -348,6 +340,16 @@ func (r *Runner) Run(ctx context.Context) error {
 type roundResult struct {
 	short bool
 	err   error
+}
+
+// roundDone logs a failed claim round (and backs off a poll interval) and
+// reports whether the round found less due work than it asked for.
+func (r *Runner) roundDone(ctx context.Context, res roundResult) bool {
+	if res.err != nil && ctx.Err() == nil {
+		r.cfg.Logger.Error("claim failed", "err", res.err)
+		sleepCtx(ctx, r.cfg.PollInterval)
+	}
+	return res.short
 }
 
 func (r *Runner) reserve(n int) {
