@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -188,8 +189,14 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 		}
 		return &InvalidError{Field: "request body", Value: "(JSON)", Accepted: "a JSON object of the documented shape (" + err.Error() + ")"}
 	}
-	if dec.More() {
-		return &InvalidError{Field: "request body", Value: "(JSON)", Accepted: "exactly one JSON object"}
+	return onlyOne(dec)
+}
+
+// onlyOne refuses anything after the first JSON value (dec.More alone lets
+// a stray "}" or "]" through).
+func onlyOne(dec *json.Decoder) error {
+	if _, err := dec.Token(); err != io.EOF {
+		return &InvalidError{Field: "request body", Value: "(JSON)", Accepted: "exactly one JSON object, nothing after it"}
 	}
 	return nil
 }
@@ -202,7 +209,7 @@ func DecodeEnqueue(b []byte) (WireEnqueue, error) {
 	if err := dec.Decode(&w); err != nil {
 		return w, &InvalidError{Field: "request body", Value: "(JSON)", Accepted: "a JSON object of the documented shape (" + err.Error() + ")"}
 	}
-	return w, nil
+	return w, onlyOne(dec)
 }
 
 type wireEnqueueResult struct {
@@ -257,27 +264,31 @@ func (a *admin) enqueueMany(w http.ResponseWriter, r *http.Request) {
 		fail(w, invalid("jobs", strconv.Itoa(len(in.Jobs)), "at most 100000 jobs per batch"))
 		return
 	}
-	items := make([]ManyItem, len(in.Jobs))
-	pre := make([]error, len(in.Jobs))
+	// Only jobs whose wire form is valid reach EnqueueMany; at maps their
+	// results back to their place in the request.
+	out := make([]wireManyResult, len(in.Jobs))
+	var items []ManyItem
+	var at []int
 	for i, wj := range in.Jobs {
 		req, o, err := wj.parts()
-		items[i] = ManyItem{Request: req, Options: o}
-		pre[i] = err
+		if err != nil {
+			_, code := errorCode(err)
+			out[i].Error = &wireCoded{Code: code, Message: err.Error()}
+			continue
+		}
+		items = append(items, ManyItem{Request: req, Options: o})
+		at = append(at, i)
 	}
 	res, err := a.svc.EnqueueMany(r.Context(), items)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	out := make([]wireManyResult, len(res))
-	for i, x := range res {
-		e := x.Err
-		if pre[i] != nil {
-			e = pre[i]
-		}
-		if e != nil {
-			_, code := errorCode(e)
-			out[i].Error = &wireCoded{Code: code, Message: e.Error()}
+	for k, x := range res {
+		i := at[k]
+		if x.Err != nil {
+			_, code := errorCode(x.Err)
+			out[i].Error = &wireCoded{Code: code, Message: x.Err.Error()}
 			continue
 		}
 		x.Job.Existing = x.Existing

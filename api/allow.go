@@ -61,7 +61,7 @@ func (c *Client) checkHost(raw string) error {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return invalid("url", raw, "an absolute http(s) URL")
+		return invalid("url", c.red.URL(raw), "an absolute http(s) URL")
 	}
 	h := u.Hostname()
 	if ip, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil && forbiddenAddr(ip) {

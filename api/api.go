@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -350,6 +351,11 @@ func (c *Client) List(ctx context.Context, f ListFilter) (ListPage, error) {
 			return ListPage{}, invalid("state", string(s), "pending, running, unknown, succeeded, failed, needs_attention, canceled")
 		}
 	}
+	if f.Cursor != "" {
+		if b, err := hex.DecodeString(f.Cursor); err != nil || (len(b) != 16 && len(b) != 25) || (len(b) == 16) != (len(f.States) == 0) {
+			return ListPage{}, invalid("cursor", f.Cursor, "the next cursor printed by the previous page of the same list (same --state filters)")
+		}
+	}
 	if f.Oldest && (len(f.States) == 0 || f.Cursor != "") {
 		return ListPage{}, invalid("oldest", "true", "a state filter and no cursor")
 	}
@@ -401,8 +407,21 @@ func (c *Client) resolveID(idOrKey string) (string, error) {
 	return j.ID, nil
 }
 
+func checkSteer(actor, note string) error {
+	if len(note) > MaxNoteLen {
+		return invalid("note", note, fmt.Sprintf("at most %d bytes", MaxNoteLen))
+	}
+	if len(actor) > 256 {
+		return invalid("actor", actor, "at most 256 bytes")
+	}
+	return nil
+}
+
 // Cancel cancels a pending job that cannot have had an effect.
 func (c *Client) Cancel(ctx context.Context, idOrKey, actor, note string) (*Job, error) {
+	if err := checkSteer(actor, note); err != nil {
+		return nil, err
+	}
 	id, err := c.resolveID(idOrKey)
 	if err != nil {
 		return nil, err
@@ -417,6 +436,9 @@ func (c *Client) Cancel(ctx context.Context, idOrKey, actor, note string) (*Job,
 // Retry moves a failed job back to pending with the same key and a fresh
 // budget.
 func (c *Client) Retry(ctx context.Context, idOrKey, actor, note string) (*Job, error) {
+	if err := checkSteer(actor, note); err != nil {
+		return nil, err
+	}
 	id, err := c.resolveID(idOrKey)
 	if err != nil {
 		return nil, err
@@ -439,6 +461,9 @@ func (c *Client) Resolve(ctx context.Context, idOrKey string, as State, actor, n
 	}
 	if strings.TrimSpace(note) == "" || len(note) > MaxNoteLen {
 		return nil, invalid("note", note, fmt.Sprintf("a non-empty explanation of at most %d bytes (who checked what)", MaxNoteLen))
+	}
+	if err := checkSteer(actor, note); err != nil {
+		return nil, err
 	}
 	id, err := c.resolveID(idOrKey)
 	if err != nil {

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"github.com/idemrun/idemrun/internal/redact"
 	"net"
 	"net/http"
 	"net/url"
@@ -68,37 +69,39 @@ func ValidateURL(field, raw string) error {
 	if len(raw) > MaxURLLen {
 		return &InvalidError{Field: field, Value: fmt.Sprintf("(%d bytes)", len(raw)), Accepted: acc}
 	}
+	// Error values show the URL redacted: it may carry credentials.
+	shown := redact.New(nil, nil).URL(raw)
 	if raw == "" {
-		return invalid(field, raw, acc)
+		return invalid(field, shown, acc)
 	}
 	for i := 0; i < len(raw); i++ {
 		if raw[i] < 0x21 || raw[i] == 0x7f {
-			return invalid(field, raw, acc+" (no spaces or control characters)")
+			return invalid(field, shown, acc+" (no spaces or control characters)")
 		}
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return invalid(field, raw, acc)
+		return invalid(field, shown, acc)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return invalid(field, raw, acc)
+		return invalid(field, shown, acc)
 	}
 	if u.User != nil {
 		return &InvalidError{Field: field, Value: strconv.Quote(u.Scheme + "://REDACTED@" + u.Host), Accepted: acc + "; put credentials in a header (-H 'Authorization: ...')"}
 	}
 	if u.Hostname() == "" || u.Opaque != "" {
-		return invalid(field, raw, acc)
+		return invalid(field, shown, acc)
 	}
 	if p := u.Port(); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 65535 {
-			return invalid(field, raw, acc)
+			return invalid(field, shown, acc)
 		}
 	} else if strings.HasSuffix(u.Host, ":") {
-		return invalid(field, raw, acc)
+		return invalid(field, shown, acc)
 	}
 	if strings.HasPrefix(u.Hostname(), "[") || (strings.Contains(u.Hostname(), ":") && net.ParseIP(u.Hostname()) == nil) {
-		return invalid(field, raw, acc)
+		return invalid(field, shown, acc)
 	}
 	return nil
 }
@@ -131,6 +134,10 @@ func validateHeader(h Header) error {
 		return &InvalidError{Field: "header " + h.Name, Value: "(value with CR, LF or control characters)", Accepted: acc}
 	}
 	switch http.CanonicalHeaderKey(h.Name) {
+	case "Host":
+		if !validHostValue(h.Value) {
+			return invalid("header Host", h.Value, "a host name or [IPv6] address with an optional :port, so it is sent exactly as stored")
+		}
 	case idemkey.HeaderName, "X-Idempotency-Key":
 		return invalid("header name", h.Name, "any header but Idempotency-Key: idemrun sets it from --key")
 	case "Content-Length", "Transfer-Encoding", "Connection", "Te", "Trailer", "Upgrade", "Keep-Alive", "Proxy-Connection":
@@ -188,6 +195,9 @@ func (c *Client) validate(req *Request, o *EnqueueOptions) error {
 	}
 	if len(req.Body) > MaxBodyLen {
 		return &InvalidError{Field: "body", Value: fmt.Sprintf("(%d bytes)", len(req.Body)), Accepted: fmt.Sprintf("at most %d bytes (1 MiB)", MaxBodyLen)}
+	}
+	if o.KeyFormat != idemkey.FormatToken && o.KeyFormat != idemkey.FormatStructured {
+		return invalid("key-format", o.KeyFormat.String(), "token or structured")
 	}
 	if o.Key != "" {
 		if err := idemkey.Validate(o.Key); err != nil {
@@ -284,4 +294,35 @@ func Validate(req Request, o EnqueueOptions, allowHosts []string) (*Request, err
 		return nil, err
 	}
 	return &req, nil
+}
+
+// validHostValue accepts host, host:port, [v6] and [v6]:port, the forms
+// net/http sends unchanged.
+func validHostValue(v string) bool {
+	host, port := v, ""
+	if strings.HasPrefix(v, "[") {
+		end := strings.IndexByte(v, ']')
+		if end < 0 {
+			return false
+		}
+		host, port = v[1:end], v[end+1:]
+		if host == "" || strings.Trim(host, "0123456789abcdefABCDEF:.") != "" {
+			return false
+		}
+	} else {
+		if i := strings.LastIndexByte(v, ':'); i >= 0 {
+			host, port = v[:i], v[i:]
+		}
+		if host == "" || strings.Trim(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != "" {
+			return false
+		}
+	}
+	if port == "" {
+		return true
+	}
+	if port[0] != ':' || len(port) < 2 || len(port) > 6 {
+		return false
+	}
+	n, err := strconv.Atoi(port[1:])
+	return err == nil && n >= 0 && n <= 65535 && strings.Trim(port[1:], "0123456789") == ""
 }

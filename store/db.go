@@ -176,6 +176,11 @@ func Open(path string, opts *Options) (*DB, error) {
 		NoFreelistSync: false,
 		MaxSize:        o.MaxSize,
 	}
+	if existed && fi.Size() > 0 {
+		if err := checkTruncated(path, fi.Size()); err != nil {
+			return nil, err
+		}
+	}
 	bdb, err := openBolt(path, o.Mode, bo)
 	if err != nil {
 		switch {
@@ -183,10 +188,13 @@ func Open(path string, opts *Options) (*DB, error) {
 			return nil, fmt.Errorf("%w: %s is held by another process after waiting %s (%s); stop it, or talk to it through its admin socket", ErrLocked, path, o.LockTimeout, lockHolder(path))
 		case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch), errors.Is(err, bolterrors.ErrChecksum):
 			return nil, fmt.Errorf("%w: %s: %v; run `idemrun check %s` to diagnose", ErrNotDatabase, path, err, path)
+		case errors.Is(err, ErrCorrupt):
+			return nil, err
 		default:
 			return nil, fmt.Errorf("store: open %s: %w; run `idemrun check %s` to diagnose", path, err, path)
 		}
 	}
+
 	db := &DB{path: path, bolt: bdb, opts: o}
 	if err := db.init(existed && fi.Size() > 0); err != nil {
 		bdb.Close()
@@ -361,4 +369,45 @@ func openBolt(path string, mode fs.FileMode, bo *bolt.Options) (db *bolt.DB, err
 		}
 	}()
 	return bolt.Open(path, mode, bo)
+}
+
+// checkTruncated refuses a file shorter than its bbolt meta pages say. bbolt
+// maps the file and reads pages past a truncated end, which kills the
+// process with SIGBUS, a fault no recover can catch; so the size is checked
+// before bbolt sees the file. The meta layout is bbolt's on-disk format:
+// a 16-byte page header, then magic, version, page size, flags, the root
+// bucket (16 bytes), the freelist page id and the high-water page id.
+func checkTruncated(path string, size int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil // bbolt will report it
+	}
+	defer f.Close()
+	const magic = 0xED0CDAED
+	var need int64
+	buf := make([]byte, 64)
+	for _, off := range []int64{0, -1} {
+		if off < 0 {
+			// The second meta page sits one page in.
+			if need == 0 {
+				break
+			}
+			off = int64(binary.LittleEndian.Uint32(buf[24:28]))
+		}
+		if _, err := f.ReadAt(buf, off); err != nil {
+			break
+		}
+		if binary.LittleEndian.Uint32(buf[16:20]) != magic {
+			continue
+		}
+		pageSize := int64(binary.LittleEndian.Uint32(buf[24:28]))
+		hwm := int64(binary.LittleEndian.Uint64(buf[56:64]))
+		if pageSize > 0 && hwm > 0 && hwm < 1<<40 {
+			need = max(need, hwm*pageSize)
+		}
+	}
+	if need > size {
+		return fmt.Errorf("%w: %s is truncated: %d bytes, its header says %d; restore from a backup", ErrCorrupt, path, size, need)
+	}
+	return nil
 }

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/idemrun/idemrun/api"
+)
+
+// Damaged and read-only database files at the command line: `idemrun
+// check` tells a healthy file from a damaged one, and every command on a
+// damaged or unwritable file fails with an error naming it — never a panic
+// or a goroutine dump.
+
+// fillDB writes a database of 60 jobs with 1 KiB bodies at path.
+func fillDB(t *testing.T, path string) {
+	t.Helper()
+	c, err := api.Open(path, &api.Options{Warn: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		_, err := c.Enqueue(context.Background(), api.Request{URL: fmt.Sprintf("http://127.0.0.1:9/pay/%d", i), Body: bytes.Repeat([]byte("b"), 1<<10)},
+			api.EnqueueOptions{Key: fmt.Sprintf("damaged-%02d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// damagedCopies writes damaged copies of good into dir: truncated to 5000
+// bytes, to half and to 3/8, the middle half of the file flipped, every page after
+// the two meta pages flipped, and the bytes after every job key flipped.
+func damagedCopies(t *testing.T, good, dir string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flip := func(from, to int) []byte {
+		c := append([]byte(nil), b...)
+		for i := from; i < to && i < len(c); i++ {
+			c[i] ^= 0xa5
+		}
+		return c
+	}
+	// Right after each key (in its record, and in the key map) comes
+	// what decoding depends on: the rest of the record's structure, or
+	// the job id the key maps to. Flipping it is independent of the
+	// record encoding.
+	records := append([]byte(nil), b...)
+	marks := 0
+	for i := 0; ; {
+		k := bytes.Index(records[i:], []byte("damaged-"))
+		if k < 0 {
+			break
+		}
+		at := i + k + len("damaged-")
+		for j := at; j < at+8 && j < len(records); j++ {
+			records[j] ^= 0xa5
+		}
+		i = at + 8
+		marks++
+	}
+	if marks == 0 {
+		t.Fatalf("no job key found in %s", good)
+	}
+	copies := map[string][]byte{
+		"truncated-5000": b[:5000],
+		"truncated-half": b[:len(b)/2],
+		"truncated-3of8": b[:len(b)*3/8/4096*4096],
+		"middle-flipped": flip(len(b)/4, 3*len(b)/4),
+		"pages-flipped":  flip(2*4096, len(b)),
+		"records-broken": records,
+	}
+	out := map[string]string{}
+	for name, data := range copies {
+		p := filepath.Join(dir, name+".db")
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = p
+	}
+	return out
+}
+
+// noCrash fails when a command's output shows a panic or a goroutine dump.
+func noCrash(t *testing.T, r result) {
+	t.Helper()
+	out := r.stdout + r.stderr
+	if strings.Contains(out, "panic:") || strings.Contains(out, "goroutine ") || strings.Contains(out, "fatal error:") {
+		if len(out) > 1500 {
+			out = out[:1500] + "…"
+		}
+		t.Errorf("idemrun %s crashed instead of reporting (exit %d):\n%s", strings.Join(quoteArgs(r.args), " "), r.code, out)
+	}
+}
+
+// `idemrun check FILE` passes a healthy file and reports each damaged copy
+// with exit 1, naming it, without panicking.
+func TestCLICheck(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	fillDB(t, e.db)
+	r := e.run("check", e.db)
+	if r.code != 0 || !strings.Contains(r.stdout, "ok") || !strings.Contains(r.stdout, "60 jobs") {
+		t.Errorf("check of a healthy file: got\n%s\nwant exit 0, ok, 60 jobs", r)
+	}
+	if r := e.run("check"); r.code != 0 || !strings.Contains(r.stdout, "ok") {
+		t.Errorf("check of $IDEMRUN_DB: got\n%s\nwant exit 0 and ok", r)
+	}
+	missing := filepath.Join(e.dir, "missing.db")
+	if r := e.run("check", missing); r.code != 1 || !strings.Contains(r.stdout+r.stderr, "missing.db") {
+		t.Errorf("check of a missing file: got\n%s\nwant exit 1 naming it", r)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("check created %s (stat err %v)", missing, err)
+	}
+	for name, path := range damagedCopies(t, e.db, e.dir) {
+		t.Run(name, func(t *testing.T) {
+			e := e.with(t)
+			r := e.run("check", path)
+			noCrash(t, r)
+			if r.code != 1 || !strings.Contains(r.stdout+r.stderr, filepath.Base(path)) {
+				t.Errorf("check of a damaged file: got\n%s\nwant exit 1 naming %s", r, filepath.Base(path))
+			}
+			if strings.Contains(r.stdout, ": ok (") {
+				t.Errorf("check calls a damaged file healthy:\n%s", r)
+			}
+		})
+	}
+}
+
+// show, list and stats on a damaged file fail with an error that names the
+// file, never a panic.
+func TestCLIDamagedFile(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	fillDB(t, e.db)
+	for name, path := range damagedCopies(t, e.db, e.dir) {
+		t.Run(name, func(t *testing.T) {
+			e := e.with(t)
+			for _, args := range [][]string{{"show", "damaged-30"}, {"list"}, {"list", "--json", "--limit", "10000"}, {"stats"}} {
+				r := e.run(append(args, "--db", path)...)
+				noCrash(t, r)
+				if r.code == 0 {
+					// A damaged copy may still answer a small read; then it
+					// must have printed something.
+					if r.stdout == "" {
+						t.Errorf("%v on a damaged file: exit 0 with no output:\n%s", args, r)
+					}
+					continue
+				}
+				// A damaged key map may honestly not find the job.
+				notFound := r.code == 1 && strings.Contains(r.stderr, "job not found")
+				if !notFound && !strings.Contains(r.stderr, filepath.Base(path)) {
+					t.Errorf("%v on a damaged file: got\n%s\nwant an error naming %s", args, r, filepath.Base(path))
+				}
+			}
+		})
+	}
+}
+
+// exitCode runs cmd and returns its exit code and output.
+func exitCode(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{args: cmd.Args[1:], stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("%v: %v", cmd.Args, err)
+	}
+	return r
+}
+
+// A database file its user cannot write: enqueue fails with an error
+// naming the file (no panic) and writes nothing; check reads it. Root
+// ignores file modes, so as root the commands run as uid 65534 on a file
+// that uid owns with mode 0400.
+func TestCLIReadOnlyFile(t *testing.T) {
+	t.Parallel()
+	dir, err := os.MkdirTemp("", "idr-ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	db := filepath.Join(dir, "ro.db")
+	fillDB(t, db)
+	bin := binPath
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		// The test binary's directory is private to root: run a copy.
+		b, err := os.ReadFile(binPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin = filepath.Join(dir, "idemrun")
+		if err := os.WriteFile(bin, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{dir, db} {
+			if err := os.Chown(p, 65534, 65534); err != nil {
+				t.Skipf("cannot hand the file to uid 65534 (%v); the read-only path is covered by internal/e2e TestReadOnlyFile", err)
+			}
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	if err := os.Chmod(db, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) result {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+		if cred != nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		}
+		return exitCode(t, cmd)
+	}
+	r := run("enqueue", "--db", db, "--url", "http://127.0.0.1:9/pay", "--key", "ro-new")
+	noCrash(t, r)
+	if r.code == 0 || !strings.Contains(r.stderr, "ro.db") || !strings.Contains(r.stderr, "permission denied") {
+		t.Errorf("enqueue to a read-only file: got\n%s\nwant a failure naming ro.db and the permission", r)
+	}
+	r = run("check", db)
+	noCrash(t, r)
+	if r.code != 0 || !strings.Contains(r.stdout, "ok") {
+		t.Errorf("check of a read-only file: got\n%s\nwant exit 0 and ok", r)
+	}
+	for _, args := range [][]string{{"list", "--db", db}, {"show", "damaged-01", "--db", db}, {"cancel", "damaged-01", "--db", db}} {
+		r := run(args...)
+		noCrash(t, r)
+		if r.code != 0 && !strings.Contains(r.stderr, "ro.db") {
+			t.Errorf("%v on a read-only file: got\n%s\nwant success or an error naming ro.db", args, r)
+		}
+	}
+	after, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("the read-only file changed")
+	}
+}
