@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -180,6 +181,13 @@ func (m *Main) openService(path string, create bool) (api.Service, error) {
 	c, err := api.Open(path, opts)
 	if err == nil {
 		return c, nil
+	}
+	if !create && errors.Is(err, fs.ErrPermission) {
+		// A file this user may only read can still be inspected.
+		opts.ReadOnly = true
+		if c, rerr := api.Open(path, opts); rerr == nil {
+			return c, nil
+		}
 	}
 	if !errors.Is(err, store.ErrLocked) {
 		return nil, err
