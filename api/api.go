@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/idemrun/idemrun/idemkey"
@@ -267,16 +269,31 @@ type ManyResult struct {
 // conflicts get their own Err; the returned error means nothing was stored.
 func (c *Client) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResult, error) {
 	out := make([]ManyResult, len(items))
+	built := make([]*store.Job, len(items))
+	// Validation, fingerprints and encoding are CPU work; large batches
+	// spread it over the cores before the one transaction.
+	parts := 1
+	if len(items) >= 256 {
+		parts = runtime.GOMAXPROCS(0)
+	}
+	var wg sync.WaitGroup
+	for p := 0; p < parts; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			for i := p; i < len(items); i += parts {
+				built[i], out[i].Err = c.BuildJob(items[i].Request, items[i].Options)
+			}
+		}(p)
+	}
+	wg.Wait()
 	var jobs []*store.Job
 	var at []int
-	for i, it := range items {
-		j, err := c.BuildJob(it.Request, it.Options)
-		if err != nil {
-			out[i].Err = err
-			continue
+	for i, j := range built {
+		if j != nil {
+			jobs = append(jobs, j)
+			at = append(at, i)
 		}
-		jobs = append(jobs, j)
-		at = append(at, i)
 	}
 	if len(jobs) == 0 {
 		return out, nil

@@ -70,38 +70,38 @@ func ValidateURL(field, raw string) error {
 		return &InvalidError{Field: field, Value: fmt.Sprintf("(%d bytes)", len(raw)), Accepted: acc}
 	}
 	// Error values show the URL redacted: it may carry credentials.
-	shown := redact.New(nil, nil).URL(raw)
+	shown := func() string { return redact.New(nil, nil).URL(raw) }
 	if raw == "" {
-		return invalid(field, shown, acc)
+		return invalid(field, shown(), acc)
 	}
 	for i := 0; i < len(raw); i++ {
 		if raw[i] < 0x21 || raw[i] == 0x7f {
-			return invalid(field, shown, acc+" (no spaces or control characters)")
+			return invalid(field, shown(), acc+" (no spaces or control characters)")
 		}
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return invalid(field, shown, acc)
+		return invalid(field, shown(), acc)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return invalid(field, shown, acc)
+		return invalid(field, shown(), acc)
 	}
 	if u.User != nil {
 		return &InvalidError{Field: field, Value: strconv.Quote(u.Scheme + "://REDACTED@" + u.Host), Accepted: acc + "; put credentials in a header (-H 'Authorization: ...')"}
 	}
 	if u.Hostname() == "" || u.Opaque != "" {
-		return invalid(field, shown, acc)
+		return invalid(field, shown(), acc)
 	}
 	if p := u.Port(); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 65535 {
-			return invalid(field, shown, acc)
+			return invalid(field, shown(), acc)
 		}
 	} else if strings.HasSuffix(u.Host, ":") {
-		return invalid(field, shown, acc)
+		return invalid(field, shown(), acc)
 	}
 	if strings.HasPrefix(u.Hostname(), "[") || (strings.Contains(u.Hostname(), ":") && net.ParseIP(u.Hostname()) == nil) {
-		return invalid(field, shown, acc)
+		return invalid(field, shown(), acc)
 	}
 	return nil
 }

@@ -318,7 +318,7 @@ func enqueueMany(ctx context.Context, path, url string, n int) (float64, error) 
 		return 0, err
 	}
 	defer c.Close()
-	const batch = 1000
+	const batch = 5000
 	items := make([]api.ManyItem, 0, batch)
 	start := time.Now()
 	for i := 0; i < n; i++ {
