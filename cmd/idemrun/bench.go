@@ -81,6 +81,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	row("stats latency", res.StatsLatencyMs, "ms", false)
 	row("claim latency (nothing due)", res.ClaimLatencyMs, "ms", false)
 	row("restart to first send", res.RestartToFirstSendMs, "ms", false)
-	row("peak RSS", res.PeakRSSMiB, "MiB", false)
+	row("peak RSS (incl. mapped file)", res.PeakRSSMiB, "MiB", false)
+	row("anonymous RSS at end", res.RSSAnonMiB, "MiB", false)
 	return tw.Flush()
 }
