@@ -205,6 +205,9 @@ func (c *Client) BuildJob(req Request, o EnqueueOptions) (*store.Job, error) {
 	now := c.opts.Now().UTC()
 	runAt := now
 	if !o.RunAt.IsZero() && o.RunAt.After(now) {
+		if o.RunAt.After(now.Add(o.Deadline)) {
+			return nil, invalid("run-at", o.RunAt.UTC().Format(time.RFC3339), "a time before the job's deadline (enqueue time + deadline, at most 30 days ahead)")
+		}
 		runAt = o.RunAt.UTC()
 	}
 	j := &store.Job{

@@ -111,6 +111,9 @@ func ValidateMethod(m string) error {
 	if m == "" || len(m) > 32 || !isToken(m) {
 		return invalid("method", m, "an HTTP method token such as POST, PUT, PATCH, DELETE, GET")
 	}
+	if m == http.MethodConnect || m == http.MethodTrace {
+		return invalid("method", m, "a method other than CONNECT and TRACE (they are not job requests)")
+	}
 	return nil
 }
 

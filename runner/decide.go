@@ -129,6 +129,14 @@ func (r *Runner) decideAfterAttempt(j *store.Job, v Verdict, res sendResult, now
 		return "needs_attention"
 	case ClassPermanent:
 		j.Result = &store.Result{HTTPStatus: res.status, Body: res.body, Truncated: res.truncated, Source: "attempt"}
+		if res.status == http.StatusSeeOther && !replaySafe(j) {
+			// 303 See Other points to the result of a request the server
+			// processed (RFC 9110 §15.4.4): not followed, and not claimed
+			// as "did not happen" either.
+			j.MayHaveEffect = true
+			r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("permanent: %s; a 303 answers a request the server processed, so it may have taken effect; check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`", j.LastError, j.ID))
+			return string(j.State)
+		}
 		r.stop(j, now, "permanent: "+j.LastError)
 		return string(j.State)
 	case ClassNoEffect:
@@ -137,15 +145,22 @@ func (r *Runner) decideAfterAttempt(j *store.Job, v Verdict, res sendResult, now
 		// 409: a request with this key is in progress at the target. It
 		// proves the target tracks the key; this send does not count
 		// against the budget.
-		j.AttemptBase++
+		// A run of 409s is bounded: beyond MaxAttempts of them they count
+		// like any attempt.
+		if inProgressAnswers(j) <= j.MaxAttempts {
+			j.AttemptBase++
+		}
 		j.MayHaveEffect = true
 		if r.canQuery(j) {
-			return r.toUnknown(j, now, r.cfg.QuietPeriod, "the target reports this key in progress (409); checking status")
+			return r.toUnknown(j, now, max(r.cfg.QuietPeriod, retryAfterOf(v, res, now)), "the target reports this key in progress (409); checking status")
+		}
+		if j.KeyTTL > 0 {
+			return r.replayInTTL(j, now, retryAfterOf(v, res, now))
 		}
 		return r.retryLater(j, v, res, now)
 	default: // ClassUnknown
 		j.MayHaveEffect = true
-		return r.afterUnknown(j, now)
+		return r.afterUnknown(j, now, retryAfterOf(v, res, now))
 	}
 }
 
@@ -222,19 +237,43 @@ func (r *Runner) toUnknown(j *store.Job, now time.Time, delay time.Duration, why
 	return fmt.Sprintf("status query in %s", delay.Round(time.Millisecond))
 }
 
-// afterUnknown decides what an unknown outcome leads to: a status query, a
-// replay inside the key TTL, or a person.
-func (r *Runner) afterUnknown(j *store.Job, now time.Time) string {
-	if r.canQuery(j) {
-		return r.toUnknown(j, now, r.cfg.QuietPeriod, "outcome unknown; checking the target's status endpoint before any replay")
+// inProgressAnswers counts the attempts of j answered 409.
+func inProgressAnswers(j *store.Job) int {
+	n := 0
+	for _, e := range j.History {
+		if e.Kind == store.EventAttempt && e.Class == string(ClassInProgress) {
+			n++
+		}
 	}
-	return r.replayInTTL(j, now)
+	return n
+}
+
+// retryAfterOf is the server's Retry-After when the verdict honors it, or 0.
+func retryAfterOf(v Verdict, res sendResult, now time.Time) time.Duration {
+	if !v.RetryAfterHonored || res.header == nil {
+		return 0
+	}
+	ra, ok := ParseRetryAfter(res.header.Values("Retry-After"), now)
+	if !ok {
+		return 0
+	}
+	return ra
+}
+
+// afterUnknown decides what an unknown outcome leads to: a status query, a
+// replay inside the key TTL, or a person. floor is the server's
+// Retry-After, if any.
+func (r *Runner) afterUnknown(j *store.Job, now time.Time, floor time.Duration) string {
+	if r.canQuery(j) {
+		return r.toUnknown(j, now, max(r.cfg.QuietPeriod, floor), "outcome unknown; checking the target's status endpoint before any replay")
+	}
+	return r.replayInTTL(j, now, floor)
 }
 
 // replayInTTL replays an unknown attempt with the same key while the target
-// still deduplicates it (first send + key TTL − margin), or parks the job
-// for a person.
-func (r *Runner) replayInTTL(j *store.Job, now time.Time) string {
+// still deduplicates it (first send + key TTL − margin), never earlier than
+// floor (the server's Retry-After), or parks the job for a person.
+func (r *Runner) replayInTTL(j *store.Job, now time.Time, floor time.Duration) string {
 	if j.KeyTTL <= 0 {
 		r.end(j, now, store.StateNeedsAttention, fmt.Sprintf(
 			"response lost after sending (%s); the target has no status endpoint and no key TTL, so idemrun cannot tell whether it took effect and will not resend; "+
@@ -242,8 +281,11 @@ func (r *Runner) replayInTTL(j *store.Job, now time.Time) string {
 		return "needs_attention"
 	}
 	window := j.FirstSentAt.Add(j.KeyTTL - r.cfg.KeyTTLMargin)
-	delay := r.backoff(r.cfg.Backoff, j.Attempts-j.RetryBase)
+	delay := max(r.backoff(r.cfg.Backoff, j.Attempts-j.RetryBase), floor)
 	switch {
+	case floor > r.cfg.RetryAfterCap:
+		r.stop(j, now, fmt.Sprintf("outcome unknown and the target asked to wait %s (Retry-After), over the cap %s", floor, r.cfg.RetryAfterCap))
+		return string(j.State)
 	case j.AttemptsLeft() <= 0:
 		r.stop(j, now, fmt.Sprintf("outcome unknown and %d attempts used; last error: %s", j.MaxAttempts, j.LastError))
 		return string(j.State)
@@ -271,7 +313,7 @@ func (r *Runner) resolveUnknown(ctx context.Context, c store.Claim) {
 	now := r.cfg.Now()
 	if !r.canQuery(j) {
 		r.write(c, func(j *store.Job) error {
-			r.replayInTTL(j, now)
+			r.replayInTTL(j, now, 0)
 			return nil
 		})
 		return
@@ -286,7 +328,9 @@ func (r *Runner) resolveUnknown(ctx context.Context, c store.Claim) {
 	}
 	q := statusquery.Query{JobID: j.ID, Key: j.Key, JobMethod: j.Request.Method, JobURL: j.Request.URL,
 		JobHeader: headerOf(j), Template: j.StatusURL}
-	ans := r.checker.Check(ctx, q)
+	qctx, cancel := context.WithTimeout(ctx, r.queryTimeout())
+	ans := r.checker.Check(qctx, q)
+	cancel()
 	if !ans.Outcome.Valid() {
 		ans = statusquery.Answer{Outcome: statusquery.NoAnswer, Detail: fmt.Sprintf("checker returned invalid outcome %q", ans.Outcome)}
 	}
@@ -336,9 +380,17 @@ func (r *Runner) decideAfterQuery(j *store.Job, ans statusquery.Answer, now time
 		r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("duplicate: the status endpoint found more than one operation for key %q (%s); reconcile at the target, then `idemrun resolve %s --as succeeded|failed --note ...`", j.Key, ans.Detail, j.ID))
 		return "needs_attention"
 	case statusquery.NotFound:
-		// The target has no trace of any attempt: none took effect.
-		j.MayHaveEffect = false
+		// The target has no trace of any attempt: none took effect. After a
+		// 409 a replay is still safe (the 409 shows the target deduplicates
+		// the key), but the 409 itself said something with this key was in
+		// progress, so running out of limits then is not "did not happen".
+		after409 := j.LastClass == string(ClassInProgress)
+		j.MayHaveEffect = after409
 		j.UnknownSince = time.Time{}
+		if after409 && (j.AttemptsLeft() <= 0 || !now.Before(j.Deadline)) {
+			r.stop(j, now, "the status endpoint finds nothing, but the target answered 409 (a request with this key in progress) and no attempts or time are left")
+			return string(j.State)
+		}
 		if j.AttemptsLeft() <= 0 {
 			r.end(j, now, store.StateFailed, fmt.Sprintf("the target has no record of the request and %d attempts are used; last error: %s", j.MaxAttempts, j.LastError))
 			return "failed"
@@ -357,21 +409,27 @@ func (r *Runner) decideAfterQuery(j *store.Job, ans statusquery.Answer, now time
 			r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("the status URL cannot be built for this job (%v), so its unknown outcome cannot be checked; check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`", ans.Err, j.ID))
 			return "needs_attention"
 		}
-		n := j.StatusQueries - j.StatusBase
-		delay := r.backoff(r.cfg.StatusBackoff, n)
-		if n >= r.cfg.StatusBudget {
-			r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("status budget exhausted (%d queries, last answer: %s %s); the outcome of attempt %d is still unknown; check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`",
-				n, ans.Outcome, ans.Detail, j.Attempts, j.ID))
-			return "needs_attention"
-		}
-		if ev := j.LastEvent(store.EventStatusQuery); ev != nil {
-			ev.Delay, ev.DelayReason = delay, "status backoff"
-		}
-		j.State = store.StateUnknown
-		j.NextRunAt = now.Add(delay)
-		j.UpdatedAt = now
-		return fmt.Sprintf("query again in %s", delay.Round(time.Millisecond))
+		return r.queryAgain(j, ans, now)
 	}
+}
+
+// queryAgain schedules the next status query with backoff, or parks the job
+// when the status budget is spent.
+func (r *Runner) queryAgain(j *store.Job, ans statusquery.Answer, now time.Time) string {
+	n := j.StatusQueries - j.StatusBase
+	delay := r.backoff(r.cfg.StatusBackoff, n)
+	if n >= r.cfg.StatusBudget {
+		r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("status budget exhausted (%d queries, last answer: %s %s); the outcome of attempt %d is still unknown; check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`",
+			n, ans.Outcome, ans.Detail, j.Attempts, j.ID))
+		return "needs_attention"
+	}
+	if ev := j.LastEvent(store.EventStatusQuery); ev != nil {
+		ev.Delay, ev.DelayReason = delay, "status backoff"
+	}
+	j.State = store.StateUnknown
+	j.NextRunAt = now.Add(delay)
+	j.UpdatedAt = now
+	return fmt.Sprintf("query again in %s", delay.Round(time.Millisecond))
 }
 
 func headerOf(j *store.Job) http.Header {

@@ -84,7 +84,8 @@ func TestSucceededBodyOverCap(t *testing.T) {
 }
 
 // TestRedirectNotFollowed: a 3xx is permanent; the redirect target is never
-// contacted.
+// contacted. A 303 See Other after a POST points to the result of work the
+// server did, so that job ends needs_attention, not failed (P6).
 func TestRedirectNotFollowed(t *testing.T) {
 	t.Parallel()
 	for _, code := range []int{301, 302, 303, 307, 308} {
@@ -98,7 +99,11 @@ func TestRedirectNotFollowed(t *testing.T) {
 			runIdle(t, db, testConfig(t))
 
 			got := getJob(t, db, j.ID)
-			wantState(t, got, store.StateFailed)
+			if code == http.StatusSeeOther {
+				wantState(t, got, store.StateNeedsAttention)
+			} else {
+				wantState(t, got, store.StateFailed)
+			}
 			wantContains(t, "reason", got.Reason, "redirect not followed")
 			if n := tg.N(); n != 1 {
 				t.Errorf("target received %d requests, want 1", n)

@@ -44,6 +44,9 @@ type Config struct {
 	// Defaults to a statusquery.HTTPChecker with its own defaults (5 s per
 	// query, 64 KiB body cap).
 	HTTPChecker *statusquery.HTTPChecker
+	// QueryTimeout bounds one call of a custom Checker (its context is
+	// canceled after it). Defaults to 5 seconds.
+	QueryTimeout time.Duration
 	// Backoff is the delay between attempts. Defaults to full jitter, base
 	// 250 ms, cap 30 s.
 	Backoff Backoff
@@ -141,6 +144,9 @@ func (c *Config) setDefaults() {
 	if c.StartupSpread <= 0 {
 		c.StartupSpread = 2 * time.Second
 	}
+	if c.QueryTimeout <= 0 {
+		c.QueryTimeout = 5 * time.Second
+	}
 	if c.ClaimRounds <= 0 {
 		c.ClaimRounds = 4
 	}
@@ -169,6 +175,10 @@ type Runner struct {
 
 	wake chan struct{}
 	done chan struct{} // a worker finished
+
+	// stopping is closed when Run's context ends; outcome writes that keep
+	// failing give up then.
+	stopping <-chan struct{}
 
 	mu       sync.Mutex
 	inflight int
@@ -257,6 +267,7 @@ func lastOpenAttempt(j *store.Job) *store.Event {
 // rest, records them and returns nil) or, with UntilIdle, until no job is
 // pending, running or unknown.
 func (r *Runner) Run(ctx context.Context) error {
+	r.stopping = ctx.Done()
 	if _, err := r.Recover(ctx); err != nil {
 		return fmt.Errorf("runner: recovery: %w", err)
 	}
@@ -462,11 +473,13 @@ func (r *Runner) claimAndStart(ctx, workCtx context.Context, wg *sync.WaitGroup,
 	return started, nil
 }
 
+// queryTimeout bounds one status query: the HTTP checker's own timeout, or
+// Config.QueryTimeout for a custom checker.
 func (r *Runner) queryTimeout() time.Duration {
 	if hc, ok := r.checker.(*statusquery.HTTPChecker); ok && hc.Timeout > 0 {
 		return hc.Timeout
 	}
-	return 5 * time.Second
+	return r.cfg.QueryTimeout
 }
 
 func (r *Runner) start(ctx context.Context, wg *sync.WaitGroup, c store.Claim, work func(context.Context, store.Claim)) {
@@ -509,19 +522,35 @@ func (r *Runner) shutdown(wg *sync.WaitGroup, cancelWork context.CancelFunc) err
 // write is Finish plus logging and the test hook. A fenced write means a
 // newer claim owns the job; it is logged and dropped.
 func (r *Runner) write(c store.Claim, fn store.TransitionFunc) {
-	// Outcome writes must land even during shutdown.
-	j, err := r.store.FinishClaim(context.Background(), c, fn)
-	if err != nil {
+	// Outcome writes must land even during shutdown, so they do not use the
+	// run context. A failed write is tried again with backoff until the
+	// runner stops; then the job stays as claimed (running stays running)
+	// and recovery turns it unknown on the next start.
+	wait := 50 * time.Millisecond
+	for {
+		j, err := r.store.FinishClaim(context.Background(), c, fn)
+		if err == nil {
+			if r.cfg.OnWrite != nil {
+				r.cfg.OnWrite(j)
+			}
+			return
+		}
 		if errors.Is(err, store.ErrFenced) {
 			r.cfg.Logger.Warn("stale claim dropped", "job", c.Job.ID, "fence", c.Fence)
 			return
 		}
-		// The job stays as claimed (running stays running): recovery turns
-		// it unknown on the next start.
-		r.cfg.Logger.Error("writing outcome failed; job left for recovery", "job", c.Job.ID, "err", err)
-		return
-	}
-	if r.cfg.OnWrite != nil {
-		r.cfg.OnWrite(j)
+		var te *store.TransitionError
+		if errors.As(err, &te) {
+			r.cfg.Logger.Error("outcome refused by the state machine", "job", c.Job.ID, "err", err)
+			return
+		}
+		r.cfg.Logger.Error("writing outcome failed; will try again", "job", c.Job.ID, "err", err, "in", wait)
+		select {
+		case <-r.stopping:
+			r.cfg.Logger.Error("runner stopping; job left running for recovery at the next start", "job", c.Job.ID)
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
 	}
 }

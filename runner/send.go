@@ -81,6 +81,16 @@ func BuildRequest(ctx context.Context, j *store.Job) (*http.Request, error) {
 		req.Header.Set("User-Agent", "idemrun")
 	}
 	key := idemkey.FormatHeader(j.Key, format)
+	if len(j.Request.Body) == 0 && methodUsuallyLacksBody(j.Request.Method) {
+		// GET, HEAD and friends: an empty non-rewindable body is sent as no
+		// body at all (net/http probes it), and keeps the request
+		// non-replayable, which http.NoBody would not.
+		req.Header.Set(idemkey.HeaderName, key)
+		req.Body = io.NopCloser(bytes.NewReader(nil))
+		req.ContentLength = 0
+		req.GetBody = nil
+		return req, nil
+	}
 	if len(j.Request.Body) == 0 {
 		// An empty body must go out as "Content-Length: 0", which needs
 		// http.NoBody, and net/http would then count the request as
@@ -193,4 +203,14 @@ func send(ctx context.Context, doer Doer, j *store.Job, bodyLimit int64, now fun
 	res.progress = tr.get()
 	res.end = now()
 	return res
+}
+
+// methodUsuallyLacksBody lists the methods net/http sends without a body
+// when the body is empty and of unknown length.
+func methodUsuallyLacksBody(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodDelete, http.MethodOptions, "PROPFIND", "SEARCH":
+		return true
+	}
+	return false
 }

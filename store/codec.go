@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -118,8 +119,21 @@ func timeKey(t time.Time) uint64 {
 	if t.IsZero() {
 		return 0
 	}
+	// UnixNano wraps outside 1678–2262; saturate instead, so a far date
+	// sorts last (or first), never somewhere in between.
+	switch {
+	case t.After(maxKeyTime):
+		t = maxKeyTime
+	case t.Before(minKeyTime):
+		t = minKeyTime
+	}
 	return uint64(t.UnixNano()) ^ (1 << 63)
 }
+
+var (
+	maxKeyTime = time.Unix(0, math.MaxInt64)
+	minKeyTime = time.Unix(0, math.MinInt64+1)
+)
 
 func timeFromKey(k uint64) time.Time {
 	if k == 0 {

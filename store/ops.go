@@ -342,11 +342,11 @@ func (db *DB) ClaimDueSkip(ctx context.Context, s State, now time.Time, limit in
 			}
 			v := b.jobs.Get(id)
 			if v == nil {
-				return fmt.Errorf("store: index entry for missing job %x; run `idemrun check`", id)
+				continue // a damaged index must not stop the other jobs; `idemrun check` reports it
 			}
 			j, err := DecodeRecord(v)
 			if err != nil {
-				return err
+				continue // likewise for a damaged record
 			}
 			j.Fence++
 			j.UpdatedAt = now
