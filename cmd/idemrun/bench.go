@@ -51,6 +51,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 			return &api.InvalidError{Field: "dir", Value: fmt.Sprintf("%q", *dir), Accepted: "an existing directory"}
 		}
 	}
+	tuneGC(m.Getenv) // the same collector settings as `idemrun run`
 	cfg := bench.Config{Jobs: *jobs, Workers: *workers, Producers: *producers, Preload: *preload, Dir: *dir, Out: m.Stderr}
 	res, err := bench.Run(ctx, cfg)
 	if err != nil {

@@ -92,6 +92,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		}
 	}
 
+	tuneGC(m.Getenv)
 	path := m.dbPath(*db)
 	client, err := api.Open(path, &api.Options{AllowHosts: *allow, Warn: m.Stderr})
 	if err != nil {
