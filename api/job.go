@@ -35,7 +35,7 @@ type Job struct {
 	Reason         string        `json:"reason,omitempty"`
 	MayHaveEffect  bool          `json:"may_have_effect"`
 	Fingerprint    string        `json:"fingerprint,omitempty"`
-	Headers        []Header      `json:"headers,omitempty"`
+	Headers        []WireHeader  `json:"headers,omitempty"`
 	BodySize       int           `json:"body_size"`
 	Result         *Result       `json:"result,omitempty"`
 	History        []store.Event `json:"history,omitempty"`
@@ -97,7 +97,7 @@ func (c *Client) view(j *store.Job) *Job {
 	v := c.summary(j)
 	v.Fingerprint = j.Fingerprint
 	for _, h := range j.Request.Header {
-		v.Headers = append(v.Headers, Header{Name: h.Name, Value: c.red.HeaderValue(h.Name, h.Value)})
+		v.Headers = append(v.Headers, WireHeader{Name: h.Name, Value: c.red.HeaderValue(h.Name, h.Value)})
 	}
 	if r := j.Result; r != nil {
 		vr := &Result{HTTPStatus: r.HTTPStatus, Truncated: r.Truncated, Source: r.Source}
