@@ -21,6 +21,9 @@ type op struct {
 	done chan error
 }
 
+// lingerBelow is the batch size under which the writer lingers.
+const lingerBelow = 32
+
 // fatalError marks an error that poisons the transaction it happened in.
 type fatalError struct{ err error }
 
@@ -71,13 +74,30 @@ func (db *DB) writer() {
 			}
 		}
 		batch = append(batch[:0], first)
+		lingered := false
 	drain:
 		for len(batch) < db.opts.MaxBatch {
 			select {
 			case o := <-db.ops:
 				batch = append(batch, o)
 			default:
-				break drain
+				if lingered || len(batch) >= lingerBelow || db.opts.CommitLinger < 0 {
+					break drain
+				}
+				// A commit costs two fsyncs whatever its size: a short
+				// wait for more operations is cheaper than a second commit.
+				lingered = true
+				t := time.NewTimer(db.opts.CommitLinger)
+			linger:
+				for len(batch) < lingerBelow {
+					select {
+					case o := <-db.ops:
+						batch = append(batch, o)
+					case <-t.C:
+						break linger
+					}
+				}
+				t.Stop()
 			}
 		}
 		db.commit(batch)
