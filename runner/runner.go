@@ -179,6 +179,8 @@ type Runner struct {
 	// stopping is closed when Run's context ends; outcome writes that keep
 	// failing give up then.
 	stopping <-chan struct{}
+	// tasks feeds the worker pool of the running Run.
+	tasks chan task
 
 	mu       sync.Mutex
 	inflight int
@@ -274,8 +276,28 @@ func (r *Runner) Run(ctx context.Context) error {
 	// Attempts get their own context: canceled only after the grace period.
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
-	var wg sync.WaitGroup
+	var wg sync.WaitGroup // jobs being worked
 	defer wg.Wait()
+	// A fixed pool of worker goroutines: their stacks grow once, not once
+	// per job.
+	tasks := make(chan task, r.cfg.Workers)
+	var pool sync.WaitGroup
+	for range r.cfg.Workers {
+		pool.Add(1)
+		go func() {
+			defer pool.Done()
+			for t := range tasks {
+				r.runTask(t)
+			}
+		}()
+	}
+	r.tasks = tasks
+	defer func() {
+		// Every exit path first waits for claim rounds and jobs, so no
+		// task is queued or sent after this.
+		close(tasks)
+		pool.Wait()
+	}()
 
 	start := time.Now()
 	rounds := make(chan roundResult, r.cfg.ClaimRounds)
@@ -482,24 +504,36 @@ func (r *Runner) queryTimeout() time.Duration {
 	return r.cfg.QueryTimeout
 }
 
+// task is one claimed job for the worker pool.
+type task struct {
+	ctx  context.Context
+	wg   *sync.WaitGroup
+	c    store.Claim
+	work func(context.Context, store.Claim)
+}
+
+// start hands a claimed job to the worker pool. It never blocks: the pool's
+// queue holds Workers tasks and no more than Workers jobs are claimed.
 func (r *Runner) start(ctx context.Context, wg *sync.WaitGroup, c store.Claim, work func(context.Context, store.Claim)) {
 	r.mu.Lock()
 	r.inflight++
 	r.mu.Unlock()
 	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer func() {
-			r.mu.Lock()
-			r.inflight--
-			r.mu.Unlock()
-			select {
-			case r.done <- struct{}{}:
-			default:
-			}
-		}()
-		work(ctx, c)
+	r.tasks <- task{ctx: ctx, wg: wg, c: c, work: work}
+}
+
+func (r *Runner) runTask(t task) {
+	defer t.wg.Done()
+	defer func() {
+		r.mu.Lock()
+		r.inflight--
+		r.mu.Unlock()
+		select {
+		case r.done <- struct{}{}:
+		default:
+		}
 	}()
+	t.work(t.ctx, t.c)
 }
 
 // shutdown waits up to ShutdownGrace for in-flight work, then cancels it;
