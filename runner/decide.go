@@ -27,6 +27,22 @@ func (r *Runner) attempt(ctx context.Context, c store.Claim) {
 		log.Info("deadline passed; not sent")
 		return
 	}
+	if j.MayHaveEffect && !r.canQuery(j) {
+		// This send is a replay that relies on the target deduplicating the
+		// key. It was scheduled inside the key TTL window, but a restart or
+		// a backlog may have delayed it past the window: check again now.
+		if window := j.FirstSentAt.Add(j.KeyTTL - r.cfg.KeyTTLMargin); j.KeyTTL > 0 && !now.Before(window) {
+			r.write(c, func(j *store.Job) error {
+				closeAttempt(j, now, ClassNoEffect, 0, "not sent: the key TTL window closed before the replay could be sent")
+				r.end(j, now, store.StateNeedsAttention, fmt.Sprintf(
+					"an earlier attempt may have taken effect and the key TTL window (until %s) closed before the replay could be sent; replaying now could duplicate; check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`",
+					window.UTC().Format(time.RFC3339), j.ID))
+				return nil
+			})
+			log.Warn("replay not sent: key TTL window closed")
+			return
+		}
+	}
 	if r.cfg.CheckSend != nil {
 		if err := r.cfg.CheckSend(ctx, j); err != nil {
 			msg := r.cfg.Redact(j, err.Error())

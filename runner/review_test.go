@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,8 +57,16 @@ func Test409WithoutStatusURLStaysInKeyTTL(t *testing.T) {
 	got := getJob(t, db, j.ID)
 	wantState(t, got, store.StateNeedsAttention)
 	var last time.Time
+	sent := 0
 	for _, e := range attempts(got) {
+		if strings.HasPrefix(e.Error, "not sent") {
+			continue // claimed, then refused before any byte left
+		}
 		last = e.Start
+		sent++
+	}
+	if int64(sent) != tg.N() {
+		t.Errorf("store records %d sends, target received %d", sent, tg.N())
 	}
 	if limit := got.FirstSentAt.Add(300 * time.Millisecond); last.After(limit) {
 		t.Errorf("last send at +%s, after the key TTL window closed at +%s", last.Sub(got.FirstSentAt), limit.Sub(got.FirstSentAt))
@@ -164,5 +173,28 @@ func TestBodilessGETIsNotReplayable(t *testing.T) {
 	}
 	if req.Header.Get("Idempotency-Key") != j.Key {
 		t.Errorf("Idempotency-Key = %q, want %q", req.Header.Get("Idempotency-Key"), j.Key)
+	}
+}
+
+// TestLateReplayPastKeyTTLNotSent: a replay that relies on the target's key
+// TTL but comes due after the window closed (the runner was down, say) is
+// not sent; the job goes to a person.
+func TestLateReplayPastKeyTTLNotSent(t *testing.T) {
+	t.Parallel()
+	db := openStore(t)
+	tg := statusTarget(t, http.StatusCreated)
+	j := newJob(tg.URL(), func(j *store.Job) {
+		j.KeyTTL = time.Hour
+		j.MayHaveEffect = true // an earlier attempt's outcome is unknown
+		j.Attempts = 1
+		j.FirstSentAt = time.Now().Add(-2 * time.Hour)
+	})
+	enqueue(t, db, j)
+	runIdle(t, db, testConfig(t))
+	got := getJob(t, db, j.ID)
+	wantState(t, got, store.StateNeedsAttention)
+	wantContains(t, "reason", got.Reason, "key TTL window")
+	if n := tg.N(); n != 0 {
+		t.Errorf("target received %d requests after the key TTL window closed, want 0", n)
 	}
 }
