@@ -239,12 +239,18 @@ func enqueueWave(ctx context.Context, dbPath string, target *faketarget.Server, 
 // after a random time (or lets it end if it goes idle first); a final
 // runner runs until idle.
 func runOnce(ctx context.Context, cfg Config, dbPath string, final bool, rng *rand.Rand, prog *progress) (killed bool, err error) {
-	cmd := exec.Command(cfg.Binary, "run", "--db", dbPath, "--until-idle",
+	args := []string{"run", "--db", dbPath}
+	if final {
+		// Only the last runner stops by itself; the others run until their
+		// SIGKILL, so every run gets exactly Kills kills.
+		args = append(args, "--until-idle")
+	}
+	cmd := exec.Command(cfg.Binary, append(args,
 		"--workers", fmt.Sprint(cfg.Workers),
 		"--quiet-period", "300ms", "--backoff-base", "20ms", "--backoff-cap", "400ms",
 		"--status-backoff-base", "100ms", "--status-timeout", "700ms", "--status-budget", "40",
 		"--startup-spread", "100ms", "--poll-interval", "100ms", "--shutdown-grace", "2s",
-		"--retention", "0", "--log-level", "warn")
+		"--retention", "0", "--log-level", "warn")...)
 	cmd.Stdout = cfg.RunnerLog
 	cmd.Stderr = cfg.RunnerLog
 	if err := cmd.Start(); err != nil {
@@ -271,6 +277,9 @@ func runOnce(ctx context.Context, cfg Config, dbPath string, final bool, rng *ra
 	case err := <-exited:
 		if err != nil {
 			return false, fmt.Errorf("demo: runner exited: %w", err)
+		}
+		if !final {
+			return false, errors.New("demo: a runner without --until-idle exited by itself")
 		}
 		return false, nil
 	case <-killC:
