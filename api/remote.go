@@ -32,7 +32,7 @@ var _ Service = (*Remote)(nil)
 
 // DialSocket connects to the admin socket beside the database at dbPath and
 // checks that it answers within 2 seconds.
-func DialSocket(dbPath string, getenv func(string) string) (*Remote, error) {
+func DialSocket(dbPath string) (*Remote, error) {
 	sock := SocketPath(dbPath)
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

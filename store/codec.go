@@ -165,8 +165,8 @@ func indexKeyOf(j *Job) []byte {
 	return indexKey(j.State, j.indexTime(), id)
 }
 
-// statePrefix returns the first index key byte of s, and the bound to stop
-// scanning at for time ≤ until.
+// dueBound is the index key prefix state|time that ends a scan of s's
+// entries with times up to until.
 func dueBound(s State, until time.Time) []byte {
 	k := make([]byte, 1+8)
 	k[0] = stateByte[s]

@@ -204,7 +204,7 @@ func Open(path string, opts *Options) (*DB, error) {
 	}
 
 	db := &DB{path: path, bolt: bdb, opts: o}
-	if err := db.init(existed && fi.Size() > 0); err != nil {
+	if err := db.init(); err != nil {
 		bdb.Close()
 		return nil, err
 	}
@@ -218,7 +218,7 @@ func Open(path string, opts *Options) (*DB, error) {
 }
 
 // init checks the file's meta bucket, or lays out a new file.
-func (db *DB) init(existed bool) error {
+func (db *DB) init() error {
 	check := func(tx *bolt.Tx) (fresh bool, err error) {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {

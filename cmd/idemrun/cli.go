@@ -173,7 +173,7 @@ func (m *Main) openService(path string, create bool) (api.Service, error) {
 	// A socket beside the file usually means a runner holds it: ask it
 	// first, so commands do not wait out the lock timeout.
 	if _, err := os.Stat(api.SocketPath(path)); err == nil {
-		if rem, err := api.DialSocket(path, m.Getenv); err == nil {
+		if rem, err := api.DialSocket(path); err == nil {
 			return rem, nil
 		}
 	}
@@ -192,7 +192,7 @@ func (m *Main) openService(path string, create bool) (api.Service, error) {
 	if !errors.Is(err, store.ErrLocked) {
 		return nil, err
 	}
-	rem, rerr := api.DialSocket(path, m.Getenv)
+	rem, rerr := api.DialSocket(path)
 	if rerr == nil {
 		return rem, nil
 	}

@@ -53,7 +53,7 @@ func helperEnqueuer(db, mode, url string) int {
 	case "file":
 		svc, err = api.Open(db, &api.Options{LockTimeout: 5 * time.Second})
 	case "socket":
-		svc, err = api.DialSocket(db, nil)
+		svc, err = api.DialSocket(db)
 	default:
 		err = fmt.Errorf("unknown %s %q, want file or socket", helperModeEnv, mode)
 	}

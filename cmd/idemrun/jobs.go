@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -94,11 +95,12 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 		return &api.InvalidError{Field: "key-format", Value: fmt.Sprintf("%q", *keyFormat), Accepted: "token or structured"}
 	}
 	o.KeyFormat = kf
-	// Validate before the file is touched, so bad input writes nothing.
-	if err := m.precheck(req, o, *allow); err != nil {
+	// Validate (allowlist included) before the file is touched, so bad
+	// input writes nothing and the runner's socket is as good as the file.
+	if _, err := api.Validate(req, o, *allow); err != nil {
 		return err
 	}
-	svc, err := m.openServiceAllow(m.dbPath(*db), *allow)
+	svc, err := m.openService(m.dbPath(*db), true)
 	if err != nil {
 		return err
 	}
@@ -119,19 +121,6 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  key\t%s\n  state\t%s\n  request\t%s %s\n", res.Job.Key, res.Job.State, res.Job.Method, res.Job.URL)
 	return tw.Flush()
-}
-
-// precheck validates input with an in-memory client, without opening the
-// database.
-func (m *Main) precheck(req api.Request, o api.EnqueueOptions, allow []string) error {
-	_, err := api.Validate(req, o, allow)
-	return err
-}
-
-func (m *Main) openServiceAllow(path string, allow []string) (api.Service, error) {
-	// The allowlist was already checked before the file is opened (precheck,
-	// api.Validate), so the runner's socket is as good as the file.
-	return m.openService(path, true)
 }
 
 func (m *Main) readBody(name string) ([]byte, error) {
@@ -203,7 +192,7 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 		for n := range jl.Headers {
 			names = append(names, n)
 		}
-		sortStrings(names)
+		slices.Sort(names)
 		for _, n := range names {
 			req.Header = append(req.Header, api.Header{Name: n, Value: jl.Headers[n]})
 		}
@@ -230,7 +219,7 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 	if err := sc.Err(); err != nil {
 		return &api.InvalidError{Field: "from", Value: fmt.Sprintf("line %d", line+1), Accepted: "lines of at most 2 MiB (" + err.Error() + ")"}
 	}
-	svc, err := m.openServiceAllow(path, allow)
+	svc, err := m.openService(path, true)
 	if err != nil {
 		return err
 	}
@@ -262,14 +251,6 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 		return &silentError{code: exitFailure}
 	}
 	return nil
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 func (m *Main) list(ctx context.Context, args []string) error {

@@ -38,7 +38,7 @@ func (p *progress) poll(ctx context.Context, dbPath string) {
 		case <-t.C:
 		}
 		if rem == nil {
-			r, err := api.DialSocket(dbPath, nil)
+			r, err := api.DialSocket(dbPath)
 			if err != nil {
 				continue
 			}
