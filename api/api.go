@@ -322,14 +322,20 @@ func (c *Client) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 // Get returns the job with this id, or the job holding this key when the
 // argument is not a job id.
 func (c *Client) Get(ctx context.Context, idOrKey string) (*Job, error) {
-	j, err := c.db.Get(idOrKey)
-	if errors.Is(err, store.ErrNotFound) {
-		j, err = c.db.GetByKey(idOrKey)
-	}
+	j, err := c.lookup(idOrKey)
 	if err != nil {
 		return nil, err
 	}
 	return c.view(j), nil
+}
+
+// lookup finds a job by id, or by key when the argument is no job's id.
+func (c *Client) lookup(idOrKey string) (*store.Job, error) {
+	j, err := c.db.Get(idOrKey)
+	if errors.Is(err, store.ErrNotFound) {
+		j, err = c.db.GetByKey(idOrKey)
+	}
+	return j, err
 }
 
 // GetByKey returns the job holding an idempotency key.
@@ -417,10 +423,7 @@ func Actor() string {
 }
 
 func (c *Client) resolveID(idOrKey string) (string, error) {
-	j, err := c.db.Get(idOrKey)
-	if errors.Is(err, store.ErrNotFound) {
-		j, err = c.db.GetByKey(idOrKey)
-	}
+	j, err := c.lookup(idOrKey)
 	if err != nil {
 		return "", err
 	}

@@ -66,6 +66,10 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // summary is the view used in lists: no history, no result.
 func (c *Client) summary(j *store.Job) *Job {
+	return c.summaryWith(j, c.scrubber(j))
+}
+
+func (c *Client) summaryWith(j *store.Job, scrub func(string) string) *Job {
 	v := &Job{
 		ID:             j.ID,
 		Key:            j.Key,
@@ -76,7 +80,7 @@ func (c *Client) summary(j *store.Job) *Job {
 		CreatedAt:      j.CreatedAt,
 		UpdatedAt:      j.UpdatedAt,
 		NextRunAt:      j.NextRunAt,
-		LastError:      c.scrub(j, j.LastError),
+		LastError:      scrub(j.LastError),
 		LastStatus:     j.LastStatus,
 		MaxAttempts:    j.MaxAttempts,
 		Deadline:       j.Deadline,
@@ -85,7 +89,7 @@ func (c *Client) summary(j *store.Job) *Job {
 		StatusURL:      c.red.URL(j.StatusURL),
 		StatusQueries:  j.StatusQueries,
 		LastClass:      j.LastClass,
-		Reason:         c.scrub(j, j.Reason),
+		Reason:         scrub(j.Reason),
 		MayHaveEffect:  j.MayHaveEffect,
 		BodySize:       len(j.Request.Body),
 	}
@@ -94,7 +98,8 @@ func (c *Client) summary(j *store.Job) *Job {
 
 // view is the full view: headers (redacted), result and history.
 func (c *Client) view(j *store.Job) *Job {
-	v := c.summary(j)
+	scrub := c.scrubber(j)
+	v := c.summaryWith(j, scrub)
 	v.Fingerprint = j.Fingerprint
 	for _, h := range j.Request.Header {
 		v.Headers = append(v.Headers, WireHeader{Name: h.Name, Value: c.red.HeaderValue(h.Name, h.Value)})
@@ -102,7 +107,7 @@ func (c *Client) view(j *store.Job) *Job {
 	if r := j.Result; r != nil {
 		vr := &Result{HTTPStatus: r.HTTPStatus, Truncated: r.Truncated, Source: r.Source}
 		if utf8.Valid(r.Body) {
-			vr.Body = c.scrub(j, string(r.Body))
+			vr.Body = scrub(string(r.Body))
 		} else {
 			vr.BodyBase64 = r.Body
 		}
@@ -110,35 +115,31 @@ func (c *Client) view(j *store.Job) *Job {
 	}
 	v.History = make([]store.Event, len(j.History))
 	for i, e := range j.History {
-		e.Error = c.scrub(j, e.Error)
-		e.Detail = c.scrub(j, e.Detail)
-		e.Note = c.scrub(j, e.Note)
+		e.Error = scrub(e.Error)
+		e.Detail = scrub(e.Detail)
+		e.Note = scrub(e.Note)
 		v.History[i] = e
 	}
 	v.HistoryDropped = j.HistoryDropped
 	return v
 }
 
-// scrub removes the job's own secrets (sensitive header values, credential
-// URL parameters) from a text that might echo them.
-func (c *Client) scrub(j *store.Job, s string) string {
-	if s == "" {
-		return s
+// scrubber returns a function that removes the job's own secrets
+// (sensitive header values, credential URL parameters) from a text that
+// might echo them. The secrets are collected once, on first need.
+func (c *Client) scrubber(j *store.Job) func(string) string {
+	var secrets []string
+	collected := false
+	return func(s string) string {
+		if s == "" {
+			return s
+		}
+		if !collected {
+			secrets, collected = c.red.Secrets(j.Request.HTTPHeader(), j.Request.URL), true
+		}
+		return c.red.String(s, secrets...)
 	}
-	return c.red.String(s, c.secrets(j)...)
-}
-
-func (c *Client) secrets(j *store.Job) []string {
-	return c.red.Secrets(headerOf(j), j.Request.URL)
 }
 
 // Scrub is runner.Config.Redact for this client's redaction rules.
-func (c *Client) Scrub(j *store.Job, s string) string { return c.scrub(j, s) }
-
-func headerOf(j *store.Job) map[string][]string {
-	h := make(map[string][]string, len(j.Request.Header))
-	for _, f := range j.Request.Header {
-		h[f.Name] = append(h[f.Name], f.Value)
-	}
-	return h
-}
+func (c *Client) Scrub(j *store.Job, s string) string { return c.scrubber(j)(s) }

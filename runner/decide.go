@@ -343,7 +343,7 @@ func (r *Runner) resolveUnknown(ctx context.Context, c store.Claim) {
 		return
 	}
 	q := statusquery.Query{JobID: j.ID, Key: j.Key, JobMethod: j.Request.Method, JobURL: j.Request.URL,
-		JobHeader: headerOf(j), Template: j.StatusURL}
+		JobHeader: j.Request.HTTPHeader(), Template: j.StatusURL}
 	qctx, cancel := context.WithTimeout(ctx, r.queryTimeout())
 	ans := r.checker.Check(qctx, q)
 	cancel()
@@ -446,12 +446,4 @@ func (r *Runner) queryAgain(j *store.Job, ans statusquery.Answer, now time.Time)
 	j.NextRunAt = now.Add(delay)
 	j.UpdatedAt = now
 	return fmt.Sprintf("query again in %s", delay.Round(time.Millisecond))
-}
-
-func headerOf(j *store.Job) http.Header {
-	h := make(http.Header, len(j.Request.Header))
-	for _, f := range j.Request.Header {
-		h.Add(f.Name, f.Value)
-	}
-	return h
 }

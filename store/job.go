@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -81,6 +82,16 @@ type Request struct {
 	URL    string        `json:"url"`
 	Header []HeaderField `json:"header,omitempty"`
 	Body   []byte        `json:"body,omitempty"`
+}
+
+// HTTPHeader returns the request's headers as an http.Header, values in
+// their stored order.
+func (r *Request) HTTPHeader() http.Header {
+	h := make(http.Header, len(r.Header))
+	for _, f := range r.Header {
+		h.Add(f.Name, f.Value)
+	}
+	return h
 }
 
 // Result is the answer that ended a job: the 2xx response of an attempt or
