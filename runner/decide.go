@@ -15,7 +15,6 @@ import (
 // attempt sends one claimed attempt and writes its outcome.
 func (r *Runner) attempt(ctx context.Context, c store.Claim) {
 	j := c.Job
-	log := r.cfg.Logger.With("job", j.ID, "attempt", j.Attempts)
 	now := r.cfg.Now()
 	left := j.Deadline.Sub(now)
 	if left <= 0 {
@@ -24,22 +23,21 @@ func (r *Runner) attempt(ctx context.Context, c store.Claim) {
 			r.stop(j, now, "deadline passed before attempt could be sent")
 			return nil
 		})
-		log.Info("deadline passed; not sent")
+		r.cfg.Logger.Info("deadline passed; not sent", "job", j.ID, "attempt", j.Attempts)
 		return
 	}
 	if j.MayHaveEffect && !r.canQuery(j) {
 		// This send is a replay that relies on the target deduplicating the
 		// key. It was scheduled inside the key TTL window, but a restart or
 		// a backlog may have delayed it past the window: check again now.
-		if window := j.FirstSentAt.Add(j.KeyTTL - r.cfg.KeyTTLMargin); j.KeyTTL > 0 && !now.Before(window) {
+		if window := r.keyTTLWindow(j); j.KeyTTL > 0 && !now.Before(window) {
 			r.write(c, func(j *store.Job) error {
 				closeAttempt(j, now, ClassNoEffect, 0, "not sent: the key TTL window closed before the replay could be sent")
-				r.end(j, now, store.StateNeedsAttention, fmt.Sprintf(
-					"an earlier attempt may have taken effect and the key TTL window (until %s) closed before the replay could be sent; replaying now could duplicate; check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`",
-					window.UTC().Format(time.RFC3339), j.ID))
+				r.park(j, now, fmt.Sprintf("an earlier attempt may have taken effect and the key TTL window (until %s) closed before the replay could be sent; replaying now could duplicate",
+					window.UTC().Format(time.RFC3339)), "")
 				return nil
 			})
-			log.Warn("replay not sent: key TTL window closed")
+			r.cfg.Logger.Warn("replay not sent: key TTL window closed", "job", j.ID, "attempt", j.Attempts)
 			return
 		}
 	}
@@ -52,7 +50,7 @@ func (r *Runner) attempt(ctx context.Context, c store.Claim) {
 				r.stop(j, now, "refused before sending: "+msg)
 				return nil
 			})
-			log.Warn("send refused", "class", ClassPermanent)
+			r.cfg.Logger.Warn("send refused", "job", j.ID, "attempt", j.Attempts, "class", ClassPermanent)
 			return
 		}
 	}
@@ -103,7 +101,9 @@ func (r *Runner) attempt(ctx context.Context, c store.Claim) {
 		delayNote = r.decideAfterAttempt(j, v, res, end)
 		return nil
 	})
-	log.Info("attempt finished", "class", v.Class, "status", res.status, "next", delayNote)
+	// One line per attempt is debug: at thousands of jobs per second it
+	// would be most of the runner's output and a good part of its CPU.
+	r.cfg.Logger.Debug("attempt finished", "job", j.ID, "attempt", j.Attempts, "class", v.Class, "status", res.status, "next", delayNote)
 }
 
 func firstNonEmpty(a, b string) string {
@@ -139,9 +139,8 @@ func (r *Runner) decideAfterAttempt(j *store.Job, v Verdict, res sendResult, now
 		return "succeeded"
 	case ClassKeyMismatch:
 		j.Result = &store.Result{HTTPStatus: res.status, Body: res.body, Truncated: res.truncated, Source: "attempt"}
-		r.end(j, now, store.StateNeedsAttention, fmt.Sprintf(
-			"key mismatch: the target answered %d, saying key %q was already used with a different payload; "+
-				"find out which request the target holds, then `idemrun resolve %s --as succeeded|failed --note ...`", res.status, j.Key, j.ID))
+		r.park(j, now, fmt.Sprintf("key mismatch: the target answered %d, saying key %q was already used with a different payload", res.status, j.Key),
+			"find out which request the target holds")
 		return "needs_attention"
 	case ClassPermanent:
 		j.Result = &store.Result{HTTPStatus: res.status, Body: res.body, Truncated: res.truncated, Source: "attempt"}
@@ -150,7 +149,7 @@ func (r *Runner) decideAfterAttempt(j *store.Job, v Verdict, res sendResult, now
 			// processed (RFC 9110 §15.4.4): not followed, and not claimed
 			// as "did not happen" either.
 			j.MayHaveEffect = true
-			r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("permanent: %s; a 303 answers a request the server processed, so it may have taken effect; check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`", j.LastError, j.ID))
+			r.park(j, now, fmt.Sprintf("permanent: %s; a 303 answers a request the server processed, so it may have taken effect", j.LastError), "")
 			return string(j.State)
 		}
 		r.stop(j, now, "permanent: "+j.LastError)
@@ -219,11 +218,21 @@ func (r *Runner) retryLater(j *store.Job, v Verdict, res sendResult, now time.Ti
 // may have taken effect, needs_attention when something may have.
 func (r *Runner) stop(j *store.Job, now time.Time, why string) {
 	if j.MayHaveEffect {
-		r.end(j, now, store.StateNeedsAttention, fmt.Sprintf(
-			"%s; an earlier attempt may have taken effect and it could not be confirmed; check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`", why, j.ID))
+		r.park(j, now, why+"; an earlier attempt may have taken effect and it could not be confirmed", "")
 		return
 	}
 	r.end(j, now, store.StateFailed, why)
+}
+
+// park ends automatic work on a job that may have taken effect: it goes to
+// needs_attention with a reason that says what happened, what a person
+// should do (action; default "check with the target") and the command that
+// records their answer.
+func (r *Runner) park(j *store.Job, now time.Time, why, action string) {
+	if action == "" {
+		action = "check with the target"
+	}
+	r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("%s; %s, then `idemrun resolve %s --as succeeded|failed --note ...`", why, action, j.ID))
 }
 
 func (r *Runner) end(j *store.Job, now time.Time, s store.State, reason string) {
@@ -286,17 +295,22 @@ func (r *Runner) afterUnknown(j *store.Job, now time.Time, floor time.Duration) 
 	return r.replayInTTL(j, now, floor)
 }
 
+// keyTTLWindow is when replays that rely on the target's key deduplication
+// must stop: first send + key TTL − margin.
+func (r *Runner) keyTTLWindow(j *store.Job) time.Time {
+	return j.FirstSentAt.Add(j.KeyTTL - r.cfg.KeyTTLMargin)
+}
+
 // replayInTTL replays an unknown attempt with the same key while the target
 // still deduplicates it (first send + key TTL − margin), never earlier than
 // floor (the server's Retry-After), or parks the job for a person.
 func (r *Runner) replayInTTL(j *store.Job, now time.Time, floor time.Duration) string {
 	if j.KeyTTL <= 0 {
-		r.end(j, now, store.StateNeedsAttention, fmt.Sprintf(
-			"response lost after sending (%s); the target has no status endpoint and no key TTL, so idemrun cannot tell whether it took effect and will not resend; "+
-				"check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`", firstNonEmpty(j.LastError, "unknown outcome"), j.ID))
+		r.park(j, now, fmt.Sprintf("response lost after sending (%s); the target has no status endpoint and no key TTL, so idemrun cannot tell whether it took effect and will not resend",
+			firstNonEmpty(j.LastError, "unknown outcome")), "")
 		return "needs_attention"
 	}
-	window := j.FirstSentAt.Add(j.KeyTTL - r.cfg.KeyTTLMargin)
+	window := r.keyTTLWindow(j)
 	delay := max(r.backoff(r.cfg.Backoff, j.Attempts-j.RetryBase), floor)
 	switch {
 	case floor > r.cfg.RetryAfterCap:
@@ -325,7 +339,6 @@ func (r *Runner) replayInTTL(j *store.Job, now time.Time, floor time.Duration) s
 // the answer.
 func (r *Runner) resolveUnknown(ctx context.Context, c store.Claim) {
 	j := c.Job
-	log := r.cfg.Logger.With("job", j.ID, "query", j.StatusQueries)
 	now := r.cfg.Now()
 	if !r.canQuery(j) {
 		r.write(c, func(j *store.Job) error {
@@ -336,10 +349,10 @@ func (r *Runner) resolveUnknown(ctx context.Context, c store.Claim) {
 	}
 	if over := r.statusBudgetOver(j, now); over != "" {
 		r.write(c, func(j *store.Job) error {
-			r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("%s; the outcome of attempt %d is still unknown; check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`", over, j.Attempts, j.ID))
+			r.park(j, now, fmt.Sprintf("%s; the outcome of attempt %d is still unknown", over, j.Attempts), "")
 			return nil
 		})
-		log.Warn("status budget exhausted")
+		r.cfg.Logger.Warn("status budget exhausted", "job", j.ID, "query", j.StatusQueries)
 		return
 	}
 	q := statusquery.Query{JobID: j.ID, Key: j.Key, JobMethod: j.Request.Method, JobURL: j.Request.URL,
@@ -362,7 +375,7 @@ func (r *Runner) resolveUnknown(ctx context.Context, c store.Claim) {
 		note = r.decideAfterQuery(j, ans, end)
 		return nil
 	})
-	log.Info("status query finished", "outcome", ans.Outcome, "status", ans.HTTPStatus, "next", note)
+	r.cfg.Logger.Debug("status query finished", "job", j.ID, "query", j.StatusQueries, "outcome", ans.Outcome, "status", ans.HTTPStatus, "next", note)
 }
 
 func (r *Runner) statusBudgetOver(j *store.Job, now time.Time) string {
@@ -393,7 +406,7 @@ func (r *Runner) decideAfterQuery(j *store.Job, ans statusquery.Answer, now time
 		return "failed"
 	case statusquery.Duplicate:
 		j.Result = result()
-		r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("duplicate: the status endpoint found more than one operation for key %q (%s); reconcile at the target, then `idemrun resolve %s --as succeeded|failed --note ...`", j.Key, ans.Detail, j.ID))
+		r.park(j, now, fmt.Sprintf("duplicate: the status endpoint found more than one operation for key %q (%s)", j.Key, ans.Detail), "reconcile at the target")
 		return "needs_attention"
 	case statusquery.NotFound:
 		// The target has no trace of any attempt: none took effect. After a
@@ -422,7 +435,7 @@ func (r *Runner) decideAfterQuery(j *store.Job, ans statusquery.Answer, now time
 		return "replay now"
 	default: // InProgress, NoAnswer
 		if errors.Is(ans.Err, statusquery.ErrInvalidValue) || errors.Is(ans.Err, statusquery.ErrInvalidTemplate) {
-			r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("the status URL cannot be built for this job (%v), so its unknown outcome cannot be checked; check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`", ans.Err, j.ID))
+			r.park(j, now, fmt.Sprintf("the status URL cannot be built for this job (%v), so its unknown outcome cannot be checked", ans.Err), "")
 			return "needs_attention"
 		}
 		return r.queryAgain(j, ans, now)
@@ -435,8 +448,8 @@ func (r *Runner) queryAgain(j *store.Job, ans statusquery.Answer, now time.Time)
 	n := j.StatusQueries - j.StatusBase
 	delay := r.backoff(r.cfg.StatusBackoff, n)
 	if n >= r.cfg.StatusBudget {
-		r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("status budget exhausted (%d queries, last answer: %s %s); the outcome of attempt %d is still unknown; check with the target, then `idemrun resolve %s --as succeeded|failed --note ...`",
-			n, ans.Outcome, ans.Detail, j.Attempts, j.ID))
+		r.park(j, now, fmt.Sprintf("status budget exhausted (%d queries, last answer: %s %s); the outcome of attempt %d is still unknown",
+			n, ans.Outcome, ans.Detail, j.Attempts), "")
 		return "needs_attention"
 	}
 	if ev := j.LastEvent(store.EventStatusQuery); ev != nil {

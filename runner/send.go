@@ -81,31 +81,28 @@ func BuildRequest(ctx context.Context, j *store.Job) (*http.Request, error) {
 		req.Header.Set("User-Agent", "idemrun")
 	}
 	key := idemkey.FormatHeader(j.Key, format)
-	if len(j.Request.Body) == 0 && methodUsuallyLacksBody(j.Request.Method) {
-		// GET, HEAD and friends: an empty non-rewindable body is sent as no
-		// body at all (net/http probes it), and keeps the request
-		// non-replayable, which http.NoBody would not.
+	// The body is never rewindable (GetBody stays nil), which is what keeps
+	// net/http from resending the request by itself.
+	body := j.Request.Body
+	switch {
+	case len(body) > 0:
+		req.Header.Set(idemkey.HeaderName, key)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
+	case methodUsuallyLacksBody(j.Request.Method):
+		// GET, HEAD and friends: an empty reader of unknown length is
+		// sent as no body at all (net/http probes it).
 		req.Header.Set(idemkey.HeaderName, key)
 		req.Body = io.NopCloser(bytes.NewReader(nil))
-		req.ContentLength = 0
-		req.GetBody = nil
-		return req, nil
-	}
-	if len(j.Request.Body) == 0 {
-		// An empty body must go out as "Content-Length: 0", which needs
-		// http.NoBody, and net/http would then count the request as
-		// replayable because of its Idempotency-Key header. The header is
-		// therefore stored under a lower-case map key, which the transport's
-		// check does not see; header names are case-insensitive on the wire.
+	default:
+		// An empty POST must go out as "Content-Length: 0", which needs
+		// http.NoBody, and net/http counts a NoBody request carrying an
+		// Idempotency-Key as replayable. The key is therefore stored under
+		// a lower-case map key, which that check does not see; header
+		// names are case-insensitive on the wire.
 		req.Body = http.NoBody
-		req.ContentLength = 0
-		req.GetBody = nil
 		req.Header[strings.ToLower(idemkey.HeaderName)] = []string{key}
-		return req, nil
 	}
-	req.Header.Set(idemkey.HeaderName, key)
-	req.Body = io.NopCloser(bytes.NewReader(j.Request.Body))
-	req.ContentLength = int64(len(j.Request.Body))
 	req.GetBody = nil
 	return req, nil
 }
