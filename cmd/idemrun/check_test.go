@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/store/storetest"
 )
 
 // Damaged and read-only database files at the command line: `idemrun
@@ -38,62 +39,6 @@ func fillDB(t *testing.T, path string) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// damagedCopies writes damaged copies of good into dir: truncated to 5000
-// bytes, to half and to 3/8, the middle half of the file flipped, every page after
-// the two meta pages flipped, and the bytes after every job key flipped.
-func damagedCopies(t *testing.T, good, dir string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flip := func(from, to int) []byte {
-		c := append([]byte(nil), b...)
-		for i := from; i < to && i < len(c); i++ {
-			c[i] ^= 0xa5
-		}
-		return c
-	}
-	// Right after each key (in its record, and in the key map) comes
-	// what decoding depends on: the rest of the record's structure, or
-	// the job id the key maps to. Flipping it is independent of the
-	// record encoding.
-	records := append([]byte(nil), b...)
-	marks := 0
-	for i := 0; ; {
-		k := bytes.Index(records[i:], []byte("damaged-"))
-		if k < 0 {
-			break
-		}
-		at := i + k + len("damaged-")
-		for j := at; j < at+8 && j < len(records); j++ {
-			records[j] ^= 0xa5
-		}
-		i = at + 8
-		marks++
-	}
-	if marks == 0 {
-		t.Fatalf("no job key found in %s", good)
-	}
-	copies := map[string][]byte{
-		"truncated-5000": b[:5000],
-		"truncated-half": b[:len(b)/2],
-		"truncated-3of8": b[:len(b)*3/8/4096*4096],
-		"middle-flipped": flip(len(b)/4, 3*len(b)/4),
-		"pages-flipped":  flip(2*4096, len(b)),
-		"records-broken": records,
-	}
-	out := map[string]string{}
-	for name, data := range copies {
-		p := filepath.Join(dir, name+".db")
-		if err := os.WriteFile(p, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		out[name] = p
-	}
-	return out
 }
 
 // noCrash fails when a command's output shows a panic or a goroutine dump.
@@ -128,7 +73,7 @@ func TestCLICheck(t *testing.T) {
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Errorf("check created %s (stat err %v)", missing, err)
 	}
-	for name, path := range damagedCopies(t, e.db, e.dir) {
+	for name, path := range storetest.DamagedCopies(t, e.db, e.dir, "damaged-") {
 		t.Run(name, func(t *testing.T) {
 			e := e.with(t)
 			r := e.run("check", path)
@@ -149,7 +94,7 @@ func TestCLIDamagedFile(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	fillDB(t, e.db)
-	for name, path := range damagedCopies(t, e.db, e.dir) {
+	for name, path := range storetest.DamagedCopies(t, e.db, e.dir, "damaged-") {
 		t.Run(name, func(t *testing.T) {
 			e := e.with(t)
 			for _, args := range [][]string{{"show", "damaged-30"}, {"list"}, {"list", "--json", "--limit", "10000"}, {"stats"}} {

@@ -22,6 +22,7 @@ import (
 	"github.com/idemrun/idemrun/idemkey"
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/storetest"
 )
 
 // Storage faults injected at the store boundary (store.Options.CommitHook
@@ -511,63 +512,6 @@ func noPanic(t *testing.T, what string, fn func() error) (err error) {
 	return fn()
 }
 
-// corruptCopies writes damaged copies of the database at good into dir and
-// returns them by name: truncated to 5000 bytes, to half and to 3/8, the middle
-// half of the file flipped, every page after the two meta pages flipped,
-// and the bytes after every job key flipped.
-func corruptCopies(t *testing.T, good, dir string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flip := func(from, to int) []byte {
-		c := append([]byte(nil), b...)
-		for i := from; i < to && i < len(c); i++ {
-			c[i] ^= 0xa5
-		}
-		return c
-	}
-	// Right after each key (in its record, and in the key map) comes
-	// what decoding depends on: the rest of the record's structure, or
-	// the job id the key maps to. Flipping it is independent of the
-	// record encoding.
-	records := append([]byte(nil), b...)
-	marks := 0
-	for i := 0; ; {
-		k := bytes.Index(records[i:], []byte("corrupt-"))
-		if k < 0 {
-			break
-		}
-		at := i + k + len("corrupt-")
-		for j := at; j < at+8 && j < len(records); j++ {
-			records[j] ^= 0xa5
-		}
-		i = at + 8
-		marks++
-	}
-	if marks == 0 {
-		t.Fatalf("no job key found in %s", good)
-	}
-	copies := map[string][]byte{
-		"truncated-5000": b[:5000],
-		"truncated-half": b[:len(b)/2],
-		"truncated-3of8": b[:len(b)*3/8/4096*4096],
-		"middle-flipped": flip(len(b)/4, 3*len(b)/4),
-		"pages-flipped":  flip(2*4096, len(b)),
-		"records-broken": records,
-	}
-	out := map[string]string{}
-	for name, data := range copies {
-		p := filepath.Join(dir, name+".db")
-		if err := os.WriteFile(p, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		out[name] = p
-	}
-	return out
-}
-
 // fillForCorruption writes a database of 60 jobs of 1 KiB at path.
 func fillForCorruption(t *testing.T, path string) {
 	t.Helper()
@@ -604,7 +548,7 @@ func TestDamagedFileAPI(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.db")
 	fillForCorruption(t, good)
-	for name, path := range corruptCopies(t, good, dir) {
+	for name, path := range storetest.DamagedCopies(t, good, dir, "corrupt-") {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
