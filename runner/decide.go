@@ -205,13 +205,19 @@ func (r *Runner) retryLater(j *store.Job, v Verdict, res sendResult, now time.Ti
 			delay.Round(time.Millisecond), reason, j.Deadline.UTC().Format(time.RFC3339), j.LastError))
 		return string(j.State)
 	}
-	if ev := j.LastEvent(store.EventAttempt); ev != nil {
-		ev.Delay, ev.DelayReason = delay, reason
-	}
-	j.State = store.StatePending
-	j.NextRunAt = next
-	j.UpdatedAt = now
+	schedule(j, now, store.StatePending, store.EventAttempt, delay, reason)
 	return fmt.Sprintf("retry in %s (%s)", delay.Round(time.Millisecond), reason)
+}
+
+// schedule puts the job in state s, due after delay, and records the delay
+// and why on the last event of kind ev (the attempt or query that led here).
+func schedule(j *store.Job, now time.Time, s store.State, ev store.EventKind, delay time.Duration, why string) {
+	if e := j.LastEvent(ev); e != nil {
+		e.Delay, e.DelayReason = delay, why
+	}
+	j.State = s
+	j.NextRunAt = now.Add(delay)
+	j.UpdatedAt = now
 }
 
 // stop ends a job whose automatic work is over: failed when nothing it sent
@@ -326,12 +332,7 @@ func (r *Runner) replayInTTL(j *store.Job, now time.Time, floor time.Duration) s
 		r.stop(j, now, "outcome unknown and the deadline allows no replay; last error: "+j.LastError)
 		return string(j.State)
 	}
-	if ev := j.LastEvent(store.EventAttempt); ev != nil {
-		ev.Delay, ev.DelayReason = delay, "replay inside key TTL"
-	}
-	j.State = store.StatePending
-	j.NextRunAt = now.Add(delay)
-	j.UpdatedAt = now
+	schedule(j, now, store.StatePending, store.EventAttempt, delay, "replay inside key TTL")
 	return fmt.Sprintf("replay in %s inside key TTL", delay.Round(time.Millisecond))
 }
 
@@ -452,11 +453,6 @@ func (r *Runner) queryAgain(j *store.Job, ans statusquery.Answer, now time.Time)
 			n, ans.Outcome, ans.Detail, j.Attempts), "")
 		return "needs_attention"
 	}
-	if ev := j.LastEvent(store.EventStatusQuery); ev != nil {
-		ev.Delay, ev.DelayReason = delay, "status backoff"
-	}
-	j.State = store.StateUnknown
-	j.NextRunAt = now.Add(delay)
-	j.UpdatedAt = now
+	schedule(j, now, store.StateUnknown, store.EventStatusQuery, delay, "status backoff")
 	return fmt.Sprintf("query again in %s", delay.Round(time.Millisecond))
 }
