@@ -225,9 +225,8 @@ func (db *DB) Enqueue(ctx context.Context, j *Job) (EnqueueResult, error) {
 	if err != nil {
 		return EnqueueResult{}, err
 	}
-	if !res.Existing {
-		res.Job = nj.clone()
-	}
+	// res.Job is nj, which prepareNew copied from the caller's job and
+	// nothing else holds once the write is done.
 	return res, nil
 }
 
@@ -265,11 +264,6 @@ func (db *DB) EnqueueMany(ctx context.Context, jobs []*Job) ([]EnqueueResult, er
 	})
 	if err != nil {
 		return nil, err
-	}
-	for i := range out {
-		if out[i].Job != nil && !out[i].Existing {
-			out[i].Job = out[i].Job.clone()
-		}
 	}
 	return out, nil
 }
@@ -488,7 +482,7 @@ func (db *DB) transition(id string, fn TransitionFunc) (*Job, error) {
 		if err := b.replace(old, j); err != nil {
 			return err
 		}
-		out = j.clone()
+		out = j // a private copy: each run of the op clones afresh
 		return nil
 	})
 	return out, err
