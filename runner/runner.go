@@ -33,9 +33,17 @@ type Config struct {
 	// Rand is the jitter source. Defaults to one seeded from crypto/rand, so
 	// two processes draw different delays. The runner locks around it.
 	Rand *rand.Rand
-	// Doer sends attempts. Defaults to NewHTTPClient(Workers). A custom Doer
-	// must not follow redirects and must not resend requests by itself.
+	// Doer sends attempts. Defaults to NewHTTPClient(MaxConnsPerHost). A
+	// custom Doer must not follow redirects and must not resend requests by
+	// itself.
 	Doer Doer
+	// MaxConnsPerHost caps the default Doer's connections to one host (one
+	// scheme, host and port); attempts beyond it wait for a free connection.
+	// Thousands of connections to one API are rude to it (rate limits
+	// follow) and, on a small machine, cost more CPU per request than they
+	// add in concurrency. Defaults to min(Workers, 64); negative means no
+	// limit. Ignored when Doer is set.
+	MaxConnsPerHost int
 	// Checker answers status queries. When nil, jobs with a status URL are
 	// checked by a statusquery.HTTPChecker and jobs without one are not
 	// checked. When set, it is asked about every unknown job.
@@ -104,6 +112,9 @@ type Config struct {
 	CheckSend func(ctx context.Context, j *store.Job) error
 }
 
+// DefaultMaxConnsPerHost is the default cap on connections to one host.
+const DefaultMaxConnsPerHost = 64
+
 func (c *Config) setDefaults() {
 	if c.Workers <= 0 {
 		c.Workers = 16
@@ -114,8 +125,17 @@ func (c *Config) setDefaults() {
 	if c.Rand == nil {
 		c.Rand = NewSeededRand()
 	}
+	if c.MaxConnsPerHost == 0 {
+		c.MaxConnsPerHost = min(c.Workers, DefaultMaxConnsPerHost)
+	}
 	if c.Doer == nil {
-		c.Doer = NewHTTPClient(c.Workers)
+		if c.MaxConnsPerHost > 0 {
+			c.Doer = NewHTTPClient(c.MaxConnsPerHost)
+		} else {
+			// No limit: keep up to one idle connection per worker, so a
+			// busy host does not see connections closed and reopened.
+			c.Doer = newHTTPClient(0, c.Workers)
+		}
 	}
 	if c.StatusBackoff.Base <= 0 {
 		c.StatusBackoff.Base = time.Second

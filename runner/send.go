@@ -25,12 +25,21 @@ type Doer interface {
 
 // NewHTTPClient returns the client the runner uses by default: its own
 // transport (HTTP/1.1, keep-alive, no transparent compression, so the bytes
-// sent are the stored bytes), up to maxIdlePerHost idle connections per
-// host, and no redirect following (a 3xx is returned as the answer).
-func NewHTTPClient(maxIdlePerHost int) *http.Client {
-	if maxIdlePerHost <= 0 {
-		maxIdlePerHost = 16
-	}
+// sent are the stored bytes), at most maxConnsPerHost connections per host,
+// busy or idle, and no redirect following (a 3xx is returned as the
+// answer).
+//
+// A request that finds every connection to its host busy waits for one
+// inside the transport; its attempt timeout runs meanwhile, and if it
+// expires there nothing was sent (no connection was obtained), so the
+// attempt is retried like any attempt that never left.
+func NewHTTPClient(maxConnsPerHost int) *http.Client {
+	return newHTTPClient(max(maxConnsPerHost, 1), max(maxConnsPerHost, 1))
+}
+
+// newHTTPClient is NewHTTPClient with a separate cap on idle connections;
+// maxConnsPerHost 0 means no limit.
+func newHTTPClient(maxConnsPerHost, maxIdlePerHost int) *http.Client {
 	tr := &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: (&net.Dialer{
@@ -41,6 +50,7 @@ func NewHTTPClient(maxIdlePerHost int) *http.Client {
 		TLSHandshakeTimeout:   10 * time.Second,
 		MaxIdleConns:          4 * maxIdlePerHost,
 		MaxIdleConnsPerHost:   maxIdlePerHost,
+		MaxConnsPerHost:       maxConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,

@@ -376,6 +376,8 @@ func TestRunnerAdminNeedsToken(t *testing.T) {
 		{[]string{"run", "--admin", addr, "--admin-token-file", filepath.Join(e.dir, "missing")}, "admin-token-file"},
 		{[]string{"run", "--admin", addr, "--admin-token-file", short}, "admin-token-file"},
 		{[]string{"run", "--workers", "0"}, "workers"},
+		{[]string{"run", "--max-conns-per-host", "-2"}, "max-conns-per-host"},
+		{[]string{"run", "--max-conns-per-host", "10001"}, "max-conns-per-host"},
 	} {
 		r := e.run(c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {

@@ -16,23 +16,34 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	jobs := fs.Int("jobs", 20000, "jobs to enqueue and work")
 	workers := fs.Int("workers", 100, "runner workers")
 	producers := fs.Int("producers", 64, "goroutines enqueuing one job at a time")
+	maxConns := fs.Int("max-conns-per-host", 0, "the runner's connection cap to the target (default min(workers, 64); -1 no limit)")
 	preload := fs.Int("preload", 0, "pre-fill the store with this many end-state jobs")
 	dir := fs.String("dir", "", "directory for the scratch databases (the filesystem to bench on; default a temp dir); files are deleted")
 	asJSON := fs.Bool("json", false, "print the figures as a JSON object")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to FILE")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to FILE (of the whole run, or of --profile-phase)")
+	phase := fs.String("profile-phase", "all", "what --cpuprofile covers: all, work (the runner working the jobs) or many (EnqueueMany)")
 	if err := m.parse(fs, args); err != nil {
 		return err
 	}
+	switch *phase {
+	case "all", "work", "many":
+	default:
+		return &api.InvalidError{Field: "profile-phase", Value: fmt.Sprintf("%q", *phase), Accepted: "all, work, many"}
+	}
+	var profile *os.File
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
+		profile = f
+		if *phase == "all" {
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
 		}
-		defer pprof.StopCPUProfile()
 	}
 	if *jobs < 1 || *jobs > 10000000 {
 		return &api.InvalidError{Field: "jobs", Value: fmt.Sprint(*jobs), Accepted: "1 to 10000000"}
@@ -43,6 +54,9 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	if *producers < 1 || *producers > 10000 {
 		return &api.InvalidError{Field: "producers", Value: fmt.Sprint(*producers), Accepted: "1 to 10000"}
 	}
+	if *maxConns < -1 || *maxConns > 10000 {
+		return &api.InvalidError{Field: "max-conns-per-host", Value: fmt.Sprint(*maxConns), Accepted: "-1 (no limit), 0 (the default) or an integer up to 10000"}
+	}
 	if *preload < 0 || *preload > 100000000 {
 		return &api.InvalidError{Field: "preload", Value: fmt.Sprint(*preload), Accepted: "0 to 100000000"}
 	}
@@ -52,7 +66,10 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		}
 	}
 	tuneGC(m.Getenv) // the same collector settings as `idemrun run`
-	cfg := bench.Config{Jobs: *jobs, Workers: *workers, Producers: *producers, Preload: *preload, Dir: *dir, Out: m.Stderr}
+	cfg := bench.Config{Jobs: *jobs, Workers: *workers, Producers: *producers, MaxConnsPerHost: *maxConns, Preload: *preload, Dir: *dir, Out: m.Stderr}
+	if profile != nil && *phase != "all" {
+		cfg.Profile, cfg.ProfilePhase = profile, *phase
+	}
 	res, err := bench.Run(ctx, cfg)
 	if err != nil {
 		return err

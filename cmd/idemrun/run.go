@@ -22,6 +22,7 @@ import (
 func (m *Main) run(ctx context.Context, args []string) error {
 	fs, db := m.flags("run", "[--workers N] [--until-idle] [--admin ADDR --admin-token-file FILE]")
 	workers := fs.Int("workers", 16, "jobs worked at once (1-10000)")
+	maxConns := fs.Int("max-conns-per-host", 0, "most connections to one target host; more attempts wait for one (default min(workers, 64); -1 no limit)")
 	untilIdle := fs.Bool("until-idle", false, "exit 0 once no job is pending, running or unknown")
 	adminAddr := fs.String("admin", "", "also serve the admin API on TCP ADDR (needs --admin-token-file)")
 	tokenFile := fs.String("admin-token-file", "", "file holding the bearer token for --admin")
@@ -49,6 +50,9 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 	if *workers < 1 || *workers > 10000 {
 		return &api.InvalidError{Field: "workers", Value: fmt.Sprint(*workers), Accepted: "an integer from 1 to 10000"}
+	}
+	if *maxConns < -1 || *maxConns > 10000 {
+		return &api.InvalidError{Field: "max-conns-per-host", Value: fmt.Sprint(*maxConns), Accepted: "-1 (no limit), 0 (the default) or an integer up to 10000"}
 	}
 	for name, d := range map[string]time.Duration{"quiet-period": *quiet, "backoff-base": *backoffBase, "backoff-cap": *backoffCap,
 		"status-timeout": *statusTimeout, "retry-after-cap": *retryAfterCap, "shutdown-grace": *grace, "poll-interval": *poll,
@@ -103,19 +107,20 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	checker := &statusquery.HTTPChecker{Timeout: *statusTimeout}
 	metrics := api.NewMetrics(client)
 	cfg := runner.Config{
-		Workers:       *workers,
-		UntilIdle:     *untilIdle,
-		Logger:        logger,
-		Backoff:       runner.Backoff{Base: *backoffBase, Cap: *backoffCap},
-		StatusBackoff: runner.Backoff{Base: *statusBackoffBase, Cap: max(*backoffCap, *statusBackoffBase)},
-		QuietPeriod:   *quiet,
-		StatusBudget:  *statusBudget,
-		RetryAfterCap: *retryAfterCap,
-		ShutdownGrace: *grace,
-		PollInterval:  *poll,
-		StartupSpread: *spread,
-		HTTPChecker:   checker,
-		OnWrite:       metrics.Observe,
+		Workers:         *workers,
+		MaxConnsPerHost: *maxConns,
+		UntilIdle:       *untilIdle,
+		Logger:          logger,
+		Backoff:         runner.Backoff{Base: *backoffBase, Cap: *backoffCap},
+		StatusBackoff:   runner.Backoff{Base: *statusBackoffBase, Cap: max(*backoffCap, *statusBackoffBase)},
+		QuietPeriod:     *quiet,
+		StatusBudget:    *statusBudget,
+		RetryAfterCap:   *retryAfterCap,
+		ShutdownGrace:   *grace,
+		PollInterval:    *poll,
+		StartupSpread:   *spread,
+		HTTPChecker:     checker,
+		OnWrite:         metrics.Observe,
 	}
 	r, err := client.NewRunner(cfg)
 	if err != nil {

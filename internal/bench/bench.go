@@ -14,11 +14,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/idemrun/idemrun/api"
@@ -35,6 +37,8 @@ type Config struct {
 	// Producers is how many goroutines enqueue one job at a time.
 	// Defaults to 64.
 	Producers int
+	// MaxConnsPerHost is passed to the runner (0: the runner's default).
+	MaxConnsPerHost int
 	// Preload fills the store with this many end-state jobs first.
 	Preload int
 	// Dir is where the scratch databases go; a temporary directory when
@@ -42,6 +46,23 @@ type Config struct {
 	Dir string
 	// Out receives progress notes; nil discards.
 	Out io.Writer
+	// Profile, when set, receives a CPU profile of one phase:
+	// ProfilePhase "work" (the runner working the jobs) or "many"
+	// (EnqueueMany).
+	Profile      io.Writer
+	ProfilePhase string
+}
+
+// profile starts a CPU profile when phase is the one asked for and
+// returns the function that stops it.
+func (c *Config) profile(phase string) (func(), error) {
+	if c.Profile == nil || c.ProfilePhase != phase {
+		return func() {}, nil
+	}
+	if err := pprof.StartCPUProfile(c.Profile); err != nil {
+		return nil, err
+	}
+	return pprof.StopCPUProfile, nil
 }
 
 // Result holds the figures. JSON names are a contract.
@@ -68,7 +89,11 @@ type Result struct {
 	PreloadSeconds         float64 `json:"preload_s,omitempty"`
 	TargetRequestsReceived int64   `json:"target_requests_received"`
 	CommitMsAvg            float64 `json:"commit_ms_avg"`
-	OpsPerCommit           float64 `json:"ops_per_commit"`
+	// WorkCPUMicrosPerJob is the process's CPU time (user + system, the
+	// in-process target included) while working the jobs, per job. On a
+	// shared machine it moves less than jobs/s between runs.
+	WorkCPUMicrosPerJob float64 `json:"work_cpu_us_per_job"`
+	OpsPerCommit        float64 `json:"ops_per_commit"`
 }
 
 func (c *Config) defaults() {
@@ -160,7 +185,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	// Batch enqueue, in its own file.
 	manyPath := filepath.Join(dir, "bench-many.db")
-	if res.EnqueueManyJobsPerS, err = enqueueMany(ctx, manyPath, tgt.url, cfg.Jobs); err != nil {
+	stop, err := cfg.profile("many")
+	if err != nil {
+		return nil, err
+	}
+	res.EnqueueManyJobsPerS, err = enqueueMany(ctx, manyPath, tgt.url, cfg.Jobs)
+	stop()
+	if err != nil {
 		return nil, err
 	}
 	os.Remove(manyPath)
@@ -238,9 +269,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r, err := c.NewRunner(runner.Config{
-		Workers:       cfg.Workers,
-		StartupSpread: time.Millisecond,
-		Doer:          runner.NewHTTPClient(cfg.Workers),
+		Workers:         cfg.Workers,
+		MaxConnsPerHost: cfg.MaxConnsPerHost,
+		StartupSpread:   time.Millisecond,
 		OnWrite: func(j *store.Job) {
 			if j.State == store.StateSucceeded && succeeded.Add(1) == int64(cfg.Jobs) {
 				doneOnce.Do(func() { close(done) })
@@ -251,7 +282,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	runErr := make(chan error, 1)
+	if stop, err = cfg.profile("work"); err != nil {
+		return nil, err
+	}
 	start = time.Now()
+	cpu0 := cpuTime()
 	go func() { runErr <- r.Run(rctx) }()
 	select {
 	case <-done:
@@ -261,6 +296,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, ctx.Err()
 	}
 	el = time.Since(start)
+	res.WorkCPUMicrosPerJob = float64(cpuTime()-cpu0) / float64(time.Microsecond) / float64(cfg.Jobs)
+	stop()
 	cancel()
 	<-runErr
 	commits1, _ := c.Store().Counters()
@@ -272,7 +309,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.CommitMsAvg = ms(time.Duration(commitDur.Load() / n))
 		res.OpsPerCommit = float64(commitOps.Load()) / float64(n)
 	}
-	fmt.Fprintf(cfg.Out, "Worked (%d workers): %.0f jobs/s, %.3f commits/job, %.2f ms/commit, %.1f ops/commit\n", cfg.Workers, res.WorkedJobsPerS, res.CommitsPerJob, res.CommitMsAvg, res.OpsPerCommit)
+	fmt.Fprintf(cfg.Out, "Worked (%d workers): %.0f jobs/s, %.3f commits/job, %.2f ms/commit, %.1f ops/commit, %.0f µs CPU/job\n", cfg.Workers, res.WorkedJobsPerS, res.CommitsPerJob, res.CommitMsAvg, res.OpsPerCommit, res.WorkCPUMicrosPerJob)
 
 	// Latencies on the now-full store.
 	res.StatsLatencyMs = medianMs(31, func() error { _, err := c.Stats(ctx); return err })
@@ -366,6 +403,15 @@ func preload(ctx context.Context, db *store.DB, n int) error {
 		}
 	}
 	return nil
+}
+
+// cpuTime is the process's CPU time so far, user plus system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
