@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -97,5 +99,40 @@ func TestMaxConnsPerHostNegativeMeansNoLimit(t *testing.T) {
 	}
 	if got := cc.creates.Load(); got != 20 {
 		t.Fatalf("target saw %d creates, want 20", got)
+	}
+}
+
+// writersStore records the runner's ExpectWriters calls.
+type writersStore struct {
+	*store.DB
+	expected, released atomic.Int64
+}
+
+func (w *writersStore) ExpectWriters(n int) func() {
+	w.expected.Add(int64(n))
+	release := w.DB.ExpectWriters(n)
+	return func() { w.released.Add(int64(n)); release() }
+}
+
+// Run tells the store how many workers will write at once, and takes it
+// back when it returns.
+func TestRunTellsStoreItsWriters(t *testing.T) {
+	tg := statusTarget(t, http.StatusCreated)
+	db := openStore(t)
+	enqueue(t, db, newJob(tg.URL()))
+	ws := &writersStore{DB: db}
+	cfg := testConfig(t)
+	cfg.Workers = 7
+	cfg.UntilIdle = true
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	if err := runner.New(ws, cfg).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e, r := ws.expected.Load(), ws.released.Load(); e != 7 || r != 7 {
+		t.Errorf("ExpectWriters: %d expected, %d released; want 7 and 7", e, r)
+	}
+	if tg.N() != 1 {
+		t.Errorf("target saw %d requests, want 1", tg.N())
 	}
 }

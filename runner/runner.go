@@ -23,6 +23,12 @@ type Store interface {
 	Stats() (map[store.State]int64, error)
 }
 
+// writerHint is implemented by stores that size their commit batches by
+// the number of concurrent writers (*store.DB).
+type writerHint interface {
+	ExpectWriters(n int) (release func())
+}
+
 // Config configures a Runner. Every zero field takes the default its comment
 // states.
 type Config struct {
@@ -290,6 +296,11 @@ func lastOpenAttempt(j *store.Job) *store.Event {
 // pending, running or unknown.
 func (r *Runner) Run(ctx context.Context) error {
 	r.stopping = ctx.Done()
+	// Tell a store with group commit how many workers will write at once,
+	// so it can size its batches.
+	if s, ok := r.store.(writerHint); ok {
+		defer s.ExpectWriters(r.cfg.Workers)()
+	}
 	if _, err := r.Recover(ctx); err != nil {
 		return fmt.Errorf("runner: recovery: %w", err)
 	}

@@ -110,7 +110,9 @@ type Options struct {
 	// CommitLinger is how long the writer waits for more operations when
 	// its batch holds fewer than 32, before it commits: a commit costs two
 	// fsyncs whatever its size, so under load a short wait halves the
-	// commits. Defaults to 200µs; a negative value commits at once.
+	// commits. Defaults to 200µs; a negative value commits at once. With
+	// more than 100 expected writers (ExpectWriters), the wait and the
+	// batch it waits for grow with them (see lingerFor).
 	CommitLinger time.Duration
 	// CommitHook, when set, is called inside every write transaction just
 	// before it commits; a non-nil error aborts the commit. Tests use it to
@@ -138,6 +140,7 @@ type DB struct {
 
 	commits   atomic.Uint64
 	committed atomic.Uint64 // operations acknowledged
+	writers   atomic.Int64  // expected concurrent writers (ExpectWriters)
 	observer  atomic.Pointer[func(d time.Duration, ops int)]
 }
 

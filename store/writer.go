@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -21,8 +22,46 @@ type op struct {
 	done chan error
 }
 
-// lingerBelow is the batch size under which the writer lingers.
-const lingerBelow = 32
+// The writer lingers for more operations while its batch is smaller than
+// lingerBelow, for at most Options.CommitLinger. With many expected writers
+// both grow (lingerFor).
+const (
+	lingerBelow = 32
+	// lingerWriters is the number of expected writers up to which the
+	// base linger applies.
+	lingerWriters = 100
+	// maxLinger bounds the grown linger: it is added to the latency of a
+	// lone write.
+	maxLinger = time.Millisecond
+)
+
+// ExpectWriters tells the writer that n more goroutines will keep writing
+// at once (a runner's workers), until release is called. A commit costs
+// two fsyncs and a fixed amount of CPU whatever its size; when hundreds of
+// writers share the store, waiting up to a millisecond for a batch of a
+// quarter of them costs each little next to the length of its own cycle,
+// and saves most of the commits. Measured with `idemrun bench --workers
+// 500` (BENCHMARKS.md): 3.5 times fewer commits and about 20% more worked
+// jobs/s than the fixed 200µs/32 linger, which stays in force up to 100
+// writers, where the added latency would cost more than it saves.
+func (db *DB) ExpectWriters(n int) (release func()) {
+	if n <= 0 {
+		return func() {}
+	}
+	db.writers.Add(int64(n))
+	var once sync.Once
+	return func() { once.Do(func() { db.writers.Add(-int64(n)) }) }
+}
+
+// lingerFor returns how long the writer waits for more operations, and
+// the batch size that ends the wait early, for n expected writers.
+func lingerFor(base time.Duration, n int64) (time.Duration, int) {
+	if n <= lingerWriters || base <= 0 {
+		return base, lingerBelow
+	}
+	d := min(time.Duration(int64(base)*n/lingerWriters), max(base, maxLinger))
+	return d, int(max(int64(lingerBelow), n/4))
+}
 
 // fatalError marks an error that poisons the transaction it happened in.
 type fatalError struct{ err error }
@@ -74,6 +113,8 @@ func (db *DB) writer() {
 			}
 		}
 		batch = append(batch[:0], first)
+		linger, below := lingerFor(db.opts.CommitLinger, db.writers.Load())
+		below = min(below, db.opts.MaxBatch)
 		lingered := false
 	drain:
 		for len(batch) < db.opts.MaxBatch {
@@ -81,20 +122,20 @@ func (db *DB) writer() {
 			case o := <-db.ops:
 				batch = append(batch, o)
 			default:
-				if lingered || len(batch) >= lingerBelow || db.opts.CommitLinger < 0 {
+				if lingered || len(batch) >= below || linger < 0 {
 					break drain
 				}
 				// A commit costs two fsyncs whatever its size: a short
 				// wait for more operations is cheaper than a second commit.
 				lingered = true
-				t := time.NewTimer(db.opts.CommitLinger)
-			linger:
-				for len(batch) < lingerBelow {
+				t := time.NewTimer(linger)
+			wait:
+				for len(batch) < below {
 					select {
 					case o := <-db.ops:
 						batch = append(batch, o)
 					case <-t.C:
-						break linger
+						break wait
 					}
 				}
 				t.Stop()
