@@ -59,7 +59,7 @@ func (db *DB) Seed(ctx context.Context, jobs []*Job) error {
 		recs[i] = rec
 	}
 	return db.write(func(tx *bolt.Tx) error {
-		b := bucketsOf(tx)
+		b := db.writeBuckets(tx)
 		for _, j := range jobs {
 			if b.keys.Get([]byte(j.Key)) != nil {
 				return fmt.Errorf("store: seed: key %q already used", j.Key)

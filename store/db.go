@@ -141,6 +141,7 @@ type DB struct {
 	commits   atomic.Uint64
 	committed atomic.Uint64 // operations acknowledged
 	writers   atomic.Int64  // expected concurrent writers (ExpectWriters)
+	counts    counts        // counter changes of the writer's transaction
 	observer  atomic.Pointer[func(d time.Duration, ops int)]
 }
 

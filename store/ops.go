@@ -15,6 +15,35 @@ import (
 // buckets groups the buckets of one transaction.
 type buckets struct {
 	meta, jobs, keys, index *bolt.Bucket
+	// counts, in the writer's transactions, collects counter changes by
+	// state byte; runBatch writes them once per transaction instead of
+	// twice per state change.
+	counts *counts
+}
+
+// counts is the counter changes of one write transaction.
+type counts [8]int64
+
+// flush writes the collected counter changes into meta and zeroes them.
+func (c *counts) flush(meta *bolt.Bucket) error {
+	for sb, d := range c {
+		if d == 0 {
+			continue
+		}
+		c[sb] = 0
+		if err := addCounter(meta, byteState[byte(sb)], d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeBuckets is bucketsOf for the writer's transactions: counter changes
+// are collected in db.counts and written by runBatch.
+func (db *DB) writeBuckets(tx *bolt.Tx) buckets {
+	b := bucketsOf(tx)
+	b.counts = &db.counts
+	return b
 }
 
 func bucketsOf(tx *bolt.Tx) buckets {
@@ -29,9 +58,17 @@ func bucketsOf(tx *bolt.Tx) buckets {
 func counterKey(s State) []byte { return []byte("count/" + string(s)) }
 
 func (b buckets) addCount(s State, delta int64) error {
+	if b.counts != nil {
+		b.counts[stateByte[s]] += delta
+		return nil
+	}
+	return addCounter(b.meta, s, delta)
+}
+
+func addCounter(meta *bolt.Bucket, s State, delta int64) error {
 	k := counterKey(s)
 	var n int64
-	if v := b.meta.Get(k); len(v) == 8 {
+	if v := meta.Get(k); len(v) == 8 {
 		n = int64(binary.BigEndian.Uint64(v))
 	}
 	n += delta
@@ -40,7 +77,7 @@ func (b buckets) addCount(s State, delta int64) error {
 	}
 	v := make([]byte, 8)
 	binary.BigEndian.PutUint64(v, uint64(n))
-	return fatal(b.meta.Put(k, v))
+	return fatal(meta.Put(k, v))
 }
 
 func (b buckets) load(id []byte) (*Job, error) {
@@ -219,7 +256,7 @@ func (db *DB) Enqueue(ctx context.Context, j *Job) (EnqueueResult, error) {
 	var res EnqueueResult
 	err = db.write(func(tx *bolt.Tx) error {
 		var err error
-		res, err = enqueueIn(bucketsOf(tx), nj, rec)
+		res, err = enqueueIn(db.writeBuckets(tx), nj, rec)
 		return err
 	})
 	if err != nil {
@@ -246,7 +283,7 @@ func (db *DB) EnqueueMany(ctx context.Context, jobs []*Job) ([]EnqueueResult, er
 	var out []EnqueueResult
 	err := db.write(func(tx *bolt.Tx) error {
 		out = make([]EnqueueResult, len(in))
-		b := bucketsOf(tx)
+		b := db.writeBuckets(tx)
 		for i, j := range in {
 			if pre[i] != nil {
 				out[i].Err = pre[i]
@@ -322,7 +359,7 @@ func (db *DB) ClaimDueSkip(ctx context.Context, s State, now time.Time, limit in
 	}
 	var cands []cand
 	err := db.view(func(tx *bolt.Tx) error {
-		b := bucketsOf(tx)
+		b := db.writeBuckets(tx)
 		prefix := stateByte[s]
 		bound := dueBound(s, now)
 		c := b.index.Cursor()
@@ -370,7 +407,7 @@ func (db *DB) ClaimDueSkip(ctx context.Context, s State, now time.Time, limit in
 	var out []Claim
 	err = db.write(func(tx *bolt.Tx) error {
 		out = out[:0]
-		b := bucketsOf(tx)
+		b := db.writeBuckets(tx)
 		for _, c := range cands {
 			v := b.jobs.Get(c.id)
 			if !bytes.Equal(v, c.old) {
@@ -422,7 +459,7 @@ func (db *DB) FinishClaim(ctx context.Context, c Claim, fn TransitionFunc) (*Job
 		return nil, err
 	}
 	err = db.write(func(tx *bolt.Tx) error {
-		b := bucketsOf(tx)
+		b := db.writeBuckets(tx)
 		v := b.jobs.Get(id)
 		if !bytes.Equal(v, c.raw) {
 			return fmt.Errorf("%w: job %s changed since claim %d", ErrFenced, j.ID, c.Fence)
@@ -461,7 +498,7 @@ func (db *DB) transition(id string, fn TransitionFunc) (*Job, error) {
 	var out *Job
 	err = db.write(func(tx *bolt.Tx) error {
 		out = nil
-		b := bucketsOf(tx)
+		b := db.writeBuckets(tx)
 		old, err := b.load(idb)
 		if err != nil {
 			return err
@@ -501,7 +538,7 @@ func (db *DB) RecoverRunning(ctx context.Context, now time.Time, fn func(j *Job)
 		n := 0
 		err := db.write(func(tx *bolt.Tx) error {
 			n = 0
-			b := bucketsOf(tx)
+			b := db.writeBuckets(tx)
 			prefix := stateByte[StateRunning]
 			var ids [][]byte
 			c := b.index.Cursor()
@@ -628,7 +665,7 @@ func (db *DB) SweepKeepKeys(ctx context.Context, jobCutoff, keyCutoff time.Time,
 	n := 0
 	err := db.write(func(tx *bolt.Tx) error {
 		n = 0
-		b := bucketsOf(tx)
+		b := db.writeBuckets(tx)
 		tombs, err := tx.CreateBucketIfNotExists(bucketTombs)
 		if err != nil {
 			return fatal(err)

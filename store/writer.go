@@ -183,6 +183,7 @@ func (db *DB) runBatch(batch []*op, results []error) error {
 			(*fn)(time.Since(start), len(batch))
 		}
 	}()
+	db.counts = counts{}
 	return db.update(func(tx *bolt.Tx) error {
 		for i, o := range batch {
 			err := o.fn(tx)
@@ -191,6 +192,9 @@ func (db *DB) runBatch(batch []*op, results []error) error {
 				return err
 			}
 			results[i] = err
+		}
+		if err := db.counts.flush(tx.Bucket(bucketMeta)); err != nil {
+			return err
 		}
 		if db.opts.CommitHook != nil {
 			if err := db.opts.CommitHook(len(batch)); err != nil {

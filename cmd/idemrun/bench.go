@@ -21,6 +21,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	dir := fs.String("dir", "", "directory for the scratch databases (the filesystem to bench on; default a temp dir); files are deleted")
 	asJSON := fs.Bool("json", false, "print the figures as a JSON object")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to FILE (of the whole run, or of --profile-phase)")
+	memProfile := fs.String("memprofile", "", "write an allocation profile of the whole run to FILE")
 	phase := fs.String("profile-phase", "all", "what --cpuprofile covers: all, work (the runner working the jobs) or many (EnqueueMany)")
 	if err := m.parse(fs, args); err != nil {
 		return err
@@ -73,6 +74,16 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	res, err := bench.Run(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if *memProfile != "" {
+		f, err := os.Create(*memProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		return m.printJSON(res)
