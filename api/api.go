@@ -275,21 +275,9 @@ func (c *Client) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 	built := make([]*store.Job, len(items))
 	// Validation, fingerprints and encoding are CPU work; large batches
 	// spread it over the cores before the one transaction.
-	parts := 1
-	if len(items) >= 256 {
-		parts = runtime.GOMAXPROCS(0)
-	}
-	var wg sync.WaitGroup
-	for p := 0; p < parts; p++ {
-		wg.Add(1)
-		go func(p int) {
-			defer wg.Done()
-			for i := p; i < len(items); i += parts {
-				built[i], out[i].Err = c.BuildJob(items[i].Request, items[i].Options)
-			}
-		}(p)
-	}
-	wg.Wait()
+	parallel(len(items), func(i int) {
+		built[i], out[i].Err = c.BuildJob(items[i].Request, items[i].Options)
+	})
 	var jobs []*store.Job
 	var at []int
 	for i, j := range built {
@@ -305,18 +293,45 @@ func (c *Client) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 	if err != nil {
 		return nil, err
 	}
-	for k, r := range res {
-		i := at[k]
+	// The views (redacted URLs and headers) are CPU work too.
+	parallel(len(res), func(k int) {
+		r, i := res[k], at[k]
 		out[i].Err = r.Err
 		out[i].Existing = r.Existing
 		if r.Job != nil {
 			out[i].Job = c.view(r.Job)
 		}
-	}
+	})
 	if c.notify != nil {
 		c.notify()
 	}
 	return out, nil
+}
+
+// parallel calls fn(i) for every i below n, spread over the cores when n
+// is large enough to be worth it. Each i is handled by exactly one call.
+func parallel(n int, fn func(i int)) {
+	parts := 1
+	if n >= 256 {
+		parts = runtime.GOMAXPROCS(0)
+	}
+	if parts == 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := p; i < n; i += parts {
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // Get returns the job with this id, or the job holding this key when the

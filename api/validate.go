@@ -211,7 +211,8 @@ func (c *Client) validate(req *Request, o *EnqueueOptions) error {
 		if len(o.StatusURL) > MaxTemplateLen {
 			return &InvalidError{Field: "status-url", Value: fmt.Sprintf("(%d bytes)", len(o.StatusURL)), Accepted: fmt.Sprintf("at most %d bytes", MaxTemplateLen)}
 		}
-		if err := statusquery.ValidateTemplate(o.StatusURL); err != nil {
+		tpl, err := statusquery.ParseTemplate(o.StatusURL)
+		if err != nil {
 			return &InvalidError{Field: "status-url", Value: quoteShort(o.StatusURL), Accepted: "an http(s) URL template containing {key} or {id}, e.g. https://api.example.com/payments?key={key} (" + err.Error() + ")"}
 		}
 		if c.allow != nil {
@@ -220,7 +221,7 @@ func (c *Client) validate(req *Request, o *EnqueueOptions) error {
 			}
 		}
 		if o.Key != "" {
-			if _, err := statusquery.Expand(o.StatusURL, o.Key, "01940000-0000-7000-8000-000000000000"); errors.Is(err, statusquery.ErrInvalidValue) {
+			if _, err := tpl.Expand(o.Key, "01940000-0000-7000-8000-000000000000"); errors.Is(err, statusquery.ErrInvalidValue) {
 				return &InvalidError{Field: "key", Value: quoteShort(o.Key), Accepted: "a key that fits into the status-url template (" + err.Error() + ")"}
 			}
 		}

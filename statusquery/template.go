@@ -75,6 +75,22 @@ func ValidateTemplate(t string) error {
 	return err
 }
 
+// Template is a validated status URL template, parsed once and expanded
+// many times.
+type Template struct {
+	raw  string
+	segs []segment
+}
+
+// ParseTemplate validates t (see ValidateTemplate) and returns it parsed.
+func ParseTemplate(t string) (*Template, error) {
+	segs, err := parseTemplate(t)
+	if err != nil {
+		return nil, err
+	}
+	return &Template{raw: t, segs: segs}, nil
+}
+
 // Expand fills a status URL template with an idempotency key and a job id.
 // It validates the template first (see ValidateTemplate).
 //
@@ -89,13 +105,19 @@ func ValidateTemplate(t string) error {
 // the values "." and ".." are refused too, because path normalization at the
 // target or a proxy would remove or climb the segment.
 func Expand(template, key, id string) (string, error) {
-	segs, err := parseTemplate(template)
+	t, err := ParseTemplate(template)
 	if err != nil {
 		return "", err
 	}
+	return t.Expand(key, id)
+}
+
+// Expand fills the template with an idempotency key and a job id, with the
+// escaping and refusals of the package function Expand.
+func (t *Template) Expand(key, id string) (string, error) {
 	var b strings.Builder
-	b.Grow(len(template) + 3*(len(key)+len(id)))
-	for _, s := range segs {
+	b.Grow(len(t.raw) + 3*(len(key)+len(id)))
+	for _, s := range t.segs {
 		if s.name == "" {
 			b.WriteString(s.lit)
 			continue
@@ -140,6 +162,8 @@ func parseTemplate(t string) ([]segment, error) {
 		lit     strings.Builder
 		inQuery bool
 	)
+	probe.Grow(len(t))
+	lit.Grow(len(t))
 	flush := func() {
 		if lit.Len() > 0 {
 			segs = append(segs, segment{lit: lit.String()})

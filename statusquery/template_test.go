@@ -191,3 +191,27 @@ func awkwardKeys() []string {
 		"...",
 	}
 }
+
+// A parsed Template expands exactly like the package function, and refuses
+// the same values.
+func TestParsedTemplateMatchesExpand(t *testing.T) {
+	for _, tc := range []struct{ tpl, key, id string }{
+		{"https://api.example.com/payments/{key}", "k 1/2", "i"},
+		{"https://api.example.com/ops?key={key}&id={id}", "a&b=c+d", "01940000-0000-7000-8000-000000000000"},
+		{"https://api.example.com/ops/{key}", "..", "i"},
+		{"https://api.example.com/ops?key={key}", "", "i"},
+	} {
+		p, err := statusquery.ParseTemplate(tc.tpl)
+		if err != nil {
+			t.Fatalf("statusquery.ParseTemplate(%q): %v", tc.tpl, err)
+		}
+		got, gerr := p.Expand(tc.key, tc.id)
+		want, werr := statusquery.Expand(tc.tpl, tc.key, tc.id)
+		if got != want || (gerr == nil) != (werr == nil) {
+			t.Errorf("%q with %q: parsed gives %q, %v; Expand gives %q, %v", tc.tpl, tc.key, got, gerr, want, werr)
+		}
+	}
+	if _, err := statusquery.ParseTemplate("https://api.example.com/no-placeholder"); err == nil {
+		t.Error("ParseTemplate accepted a template without {key} or {id}")
+	}
+}
