@@ -359,7 +359,7 @@ func (db *DB) ClaimDueSkip(ctx context.Context, s State, now time.Time, limit in
 	}
 	var cands []cand
 	err := db.view(func(tx *bolt.Tx) error {
-		b := db.writeBuckets(tx)
+		b := bucketsOf(tx)
 		prefix := stateByte[s]
 		bound := dueBound(s, now)
 		c := b.index.Cursor()
