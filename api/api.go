@@ -8,12 +8,11 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/internal/parallel"
 	"github.com/idemrun/idemrun/internal/redact"
 	"github.com/idemrun/idemrun/store"
 )
@@ -275,7 +274,7 @@ func (c *Client) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 	built := make([]*store.Job, len(items))
 	// Validation, fingerprints and encoding are CPU work; large batches
 	// spread it over the cores before the one transaction.
-	parallel(len(items), func(i int) {
+	parallel.For(len(items), func(i int) {
 		built[i], out[i].Err = c.BuildJob(items[i].Request, items[i].Options)
 	})
 	var jobs []*store.Job
@@ -294,7 +293,7 @@ func (c *Client) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 		return nil, err
 	}
 	// The views (redacted URLs and headers) are CPU work too.
-	parallel(len(res), func(k int) {
+	parallel.For(len(res), func(k int) {
 		r, i := res[k], at[k]
 		out[i].Err = r.Err
 		out[i].Existing = r.Existing
@@ -306,32 +305,6 @@ func (c *Client) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 		c.notify()
 	}
 	return out, nil
-}
-
-// parallel calls fn(i) for every i below n, spread over the cores when n
-// is large enough to be worth it. Each i is handled by exactly one call.
-func parallel(n int, fn func(i int)) {
-	parts := 1
-	if n >= 256 {
-		parts = runtime.GOMAXPROCS(0)
-	}
-	if parts == 1 {
-		for i := range n {
-			fn(i)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	for p := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := p; i < n; i += parts {
-				fn(i)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // Get returns the job with this id, or the job holding this key when the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/idemrun/idemrun/internal/parallel"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -277,9 +278,10 @@ func (db *DB) EnqueueMany(ctx context.Context, jobs []*Job) ([]EnqueueResult, er
 	in := make([]*Job, len(jobs))
 	recs := make([][]byte, len(jobs))
 	pre := make([]error, len(jobs))
-	for i, j := range jobs {
-		in[i], recs[i], pre[i] = prepareNew(j)
-	}
+	// Checking and encoding are CPU work: spread them over the cores.
+	parallel.For(len(jobs), func(i int) {
+		in[i], recs[i], pre[i] = prepareNew(jobs[i])
+	})
 	var out []EnqueueResult
 	err := db.write(func(tx *bolt.Tx) error {
 		out = make([]EnqueueResult, len(in))
