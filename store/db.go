@@ -110,9 +110,12 @@ type Options struct {
 	// CommitLinger is how long the writer waits for more operations when
 	// its batch holds fewer than 32, before it commits: a commit costs two
 	// fsyncs whatever its size, so under load a short wait halves the
-	// commits. Defaults to 200µs; a negative value commits at once. With
-	// more than 100 expected writers (ExpectWriters), the wait and the
-	// batch it waits for grow with them (see lingerFor).
+	// commits. A wait under a millisecond yields the processor to the
+	// writing goroutines instead of sleeping (timers fire up to ~1ms late;
+	// see timerSlack) and ends early when none of them writes. Defaults to
+	// 200µs; a negative value commits at once. With more than 100 expected
+	// writers (ExpectWriters), the wait and the batch it waits for grow with
+	// them (see lingerFor).
 	CommitLinger time.Duration
 	// CommitHook, when set, is called inside every write transaction just
 	// before it commits; a non-nil error aborts the commit. Tests use it to

@@ -94,3 +94,22 @@ func TestExpectWritersLingerApplies(t *testing.T) {
 		return nil
 	})
 }
+
+// A short linger yields instead of sleeping: it takes what is queued up to
+// the batch size, and with nobody producing it gives up after idleYields
+// empty turns, long before its deadline (a timer would fire ~1ms late).
+func TestLingerYield(t *testing.T) {
+	db := &DB{ops: make(chan *op, 10)}
+	for range 5 {
+		db.ops <- &op{}
+	}
+	got := db.lingerYield([]*op{{}}, 4, time.Second)
+	if len(got) != 4 || len(db.ops) != 2 {
+		t.Fatalf("lingerYield took the batch to %d with %d left queued; want 4 and 2", len(got), len(db.ops))
+	}
+	start := time.Now()
+	got = db.lingerYield(nil, 100, time.Second)
+	if took := time.Since(start); took > 500*time.Millisecond || len(got) != 2 {
+		t.Errorf("with 2 queued and nobody producing, lingerYield returned %d ops after %s; want 2, well before its 1s deadline", len(got), took)
+	}
+}
