@@ -1,10 +1,17 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"runtime"
 	"testing"
 	"time"
+
+	"github.com/idemrun/idemrun/runner"
 )
 
 // TestRunSmall runs the whole bench on a small store and checks that every
@@ -40,5 +47,53 @@ func TestRunSmall(t *testing.T) {
 	}
 	for _, e := range left {
 		t.Errorf("bench left %s behind", e.Name())
+	}
+}
+
+// BenchmarkLoopbackPOST is the HTTP part of a worked job alone: the bench's
+// target and the runner's default client (its connection cap included),
+// the same POST, no store. Its ops/s is the ceiling of worked jobs/s on the
+// machine. Run with -cpu 2 and a parallelism that gives 100 or 500
+// goroutines:
+//
+//	go test -run '^$' -bench LoopbackPOST -cpu 2 ./internal/bench/
+func BenchmarkLoopbackPOST(b *testing.B) {
+	for _, senders := range []int{100, 500} {
+		b.Run(fmt.Sprintf("senders=%d", senders), func(b *testing.B) {
+			tgt, err := startTarget()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tgt.srv.Close()
+			client := runner.NewHTTPClient(min(senders, runner.DefaultMaxConnsPerHost))
+			defer client.CloseIdleConnections()
+			body := []byte(`{"amount":1000,"currency":"EUR"}`)
+			b.SetParallelism(max(1, senders/runtime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req, err := http.NewRequest(http.MethodPost, tgt.url+"/payments", io.NopCloser(bytes.NewReader(body)))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					req.ContentLength = int64(len(body))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Idempotency-Key", "bench-1")
+					resp, err := client.Do(req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusCreated {
+						b.Errorf("status %d, want 201", resp.StatusCode)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+		})
 	}
 }
