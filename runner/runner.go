@@ -47,7 +47,7 @@ type Config struct {
 	// scheme, host and port); attempts beyond it wait for a free connection.
 	// Thousands of connections to one API are rude to it (rate limits
 	// follow) and, on a small machine, cost more CPU per request than they
-	// add in concurrency. Defaults to min(Workers, 64); negative means no
+	// add in concurrency. Defaults to min(Workers, 128); negative means no
 	// limit. Ignored when Doer is set.
 	MaxConnsPerHost int
 	// Checker answers status queries. When nil, jobs with a status URL are
@@ -119,7 +119,7 @@ type Config struct {
 }
 
 // DefaultMaxConnsPerHost is the default cap on connections to one host.
-const DefaultMaxConnsPerHost = 64
+const DefaultMaxConnsPerHost = 128
 
 func (c *Config) setDefaults() {
 	if c.Workers <= 0 {

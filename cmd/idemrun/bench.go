@@ -16,7 +16,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	jobs := fs.Int("jobs", 20000, "jobs to enqueue and work")
 	workers := fs.Int("workers", 100, "runner workers")
 	producers := fs.Int("producers", 64, "goroutines enqueuing one job at a time")
-	maxConns := fs.Int("max-conns-per-host", 0, "the runner's connection cap to the target (default min(workers, 64); -1 no limit)")
+	maxConns := fs.Int("max-conns-per-host", 0, "the runner's connection cap to the target (default min(workers, 128); -1 no limit)")
 	preload := fs.Int("preload", 0, "pre-fill the store with this many end-state jobs")
 	dir := fs.String("dir", "", "directory for the scratch databases (the filesystem to bench on; default a temp dir); files are deleted")
 	asJSON := fs.Bool("json", false, "print the figures as a JSON object")

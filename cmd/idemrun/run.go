@@ -22,7 +22,7 @@ import (
 func (m *Main) run(ctx context.Context, args []string) error {
 	fs, db := m.flags("run", "[--workers N] [--until-idle] [--admin ADDR --admin-token-file FILE]")
 	workers := fs.Int("workers", 16, "jobs worked at once (1-10000)")
-	maxConns := fs.Int("max-conns-per-host", 0, "most connections to one target host; more attempts wait for one (default min(workers, 64); -1 no limit)")
+	maxConns := fs.Int("max-conns-per-host", 0, "most connections to one target host; more attempts wait for one (default min(workers, 128); -1 no limit)")
 	untilIdle := fs.Bool("until-idle", false, "exit 0 once no job is pending, running or unknown")
 	adminAddr := fs.String("admin", "", "also serve the admin API on TCP ADDR (needs --admin-token-file)")
 	tokenFile := fs.String("admin-token-file", "", "file holding the bearer token for --admin")
