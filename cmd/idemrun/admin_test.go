@@ -631,3 +631,30 @@ func TestRunnerSecondRunnerRefused(t *testing.T) {
 		t.Errorf("runner exit after SIGTERM: got %d, want 0\n%s", code, p.logs)
 	}
 }
+
+// Bad bench flags are usage errors: exit 2 naming the flag, nothing run and
+// no profile file left behind.
+func TestBenchBadFlags(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	prof := filepath.Join(e.dir, "cpu.prof")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--profile-phase", "enqueue", "--cpuprofile", prof}, "profile-phase"},
+		{[]string{"bench", "--max-conns-per-host", "-3"}, "max-conns-per-host"},
+		{[]string{"bench", "--jobs", "0", "--cpuprofile", prof}, "jobs"},
+	} {
+		r := e.run(c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: got\n%s\nwant exit 2 naming %s", c.args, r, c.want)
+		}
+		if r.took > 5*time.Second {
+			t.Errorf("%v took %s to refuse, want quick", c.args, r.took)
+		}
+	}
+	if _, err := os.Stat(prof); !os.IsNotExist(err) {
+		t.Errorf("refused bench left a profile file (stat err %v)", err)
+	}
+}

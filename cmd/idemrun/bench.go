@@ -31,21 +31,6 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	default:
 		return &api.InvalidError{Field: "profile-phase", Value: fmt.Sprintf("%q", *phase), Accepted: "all, work, many"}
 	}
-	var profile *os.File
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		profile = f
-		if *phase == "all" {
-			if err := pprof.StartCPUProfile(f); err != nil {
-				return err
-			}
-			defer pprof.StopCPUProfile()
-		}
-	}
 	if *jobs < 1 || *jobs > 10000000 {
 		return &api.InvalidError{Field: "jobs", Value: fmt.Sprint(*jobs), Accepted: "1 to 10000000"}
 	}
@@ -64,6 +49,22 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	if *dir != "" {
 		if fi, err := os.Stat(*dir); err != nil || !fi.IsDir() {
 			return &api.InvalidError{Field: "dir", Value: fmt.Sprintf("%q", *dir), Accepted: "an existing directory"}
+		}
+	}
+	// The profile file is created only once every flag is accepted.
+	var profile *os.File
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		profile = f
+		if *phase == "all" {
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
 		}
 	}
 	tuneGC(m.Getenv) // the same collector settings as `idemrun run`
