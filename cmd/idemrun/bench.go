@@ -14,9 +14,8 @@ import (
 func (m *Main) bench(ctx context.Context, args []string) error {
 	fs, _ := m.flags("bench", "[--jobs N] [--workers W] [--producers P] [--preload N] [--dir DIR] [--json]")
 	jobs := fs.Int("jobs", 20000, "jobs to enqueue and work")
-	workers := fs.Int("workers", 100, "runner workers")
+	wf := addWorkerFlags(fs, 100, "runner workers")
 	producers := fs.Int("producers", 64, "goroutines enqueuing one job at a time")
-	maxConns := fs.Int("max-conns-per-host", 0, "the runner's connection cap to the target (default min(workers, 128); -1 no limit)")
 	preload := fs.Int("preload", 0, "pre-fill the store with this many end-state jobs")
 	dir := fs.String("dir", "", "directory for the scratch databases (the filesystem to bench on; default a temp dir); files are deleted")
 	asJSON := fs.Bool("json", false, "print the figures as a JSON object")
@@ -34,14 +33,11 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	if *jobs < 1 || *jobs > 10000000 {
 		return &api.InvalidError{Field: "jobs", Value: fmt.Sprint(*jobs), Accepted: "1 to 10000000"}
 	}
-	if *workers < 1 || *workers > 10000 {
-		return &api.InvalidError{Field: "workers", Value: fmt.Sprint(*workers), Accepted: "1 to 10000"}
+	if err := wf.check(); err != nil {
+		return err
 	}
 	if *producers < 1 || *producers > 10000 {
 		return &api.InvalidError{Field: "producers", Value: fmt.Sprint(*producers), Accepted: "1 to 10000"}
-	}
-	if *maxConns < -1 || *maxConns > 10000 {
-		return &api.InvalidError{Field: "max-conns-per-host", Value: fmt.Sprint(*maxConns), Accepted: "-1 (no limit), 0 (the default) or an integer up to 10000"}
 	}
 	if *preload < 0 || *preload > 100000000 {
 		return &api.InvalidError{Field: "preload", Value: fmt.Sprint(*preload), Accepted: "0 to 100000000"}
@@ -68,7 +64,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		}
 	}
 	tuneGC(m.Getenv) // the same collector settings as `idemrun run`
-	cfg := bench.Config{Jobs: *jobs, Workers: *workers, Producers: *producers, MaxConnsPerHost: *maxConns, Preload: *preload, Dir: *dir, Out: m.Stderr}
+	cfg := bench.Config{Jobs: *jobs, Workers: *wf.workers, Producers: *producers, MaxConnsPerHost: *wf.maxConns, Preload: *preload, Dir: *dir, Out: m.Stderr}
 	if profile != nil && *phase != "all" {
 		cfg.Profile, cfg.ProfilePhase = profile, *phase
 	}

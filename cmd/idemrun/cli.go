@@ -140,6 +140,26 @@ func (m *Main) flags(name, usage string) (*pflag.FlagSet, *string) {
 	return fs, db
 }
 
+// workerFlags are the runner's concurrency flags, shared by run and bench.
+type workerFlags struct{ workers, maxConns *int }
+
+func addWorkerFlags(fs *pflag.FlagSet, workers int, usage string) workerFlags {
+	return workerFlags{
+		workers:  fs.Int("workers", workers, usage+" (1-10000)"),
+		maxConns: fs.Int("max-conns-per-host", 0, "most connections to one target host; more attempts wait for one (default min(workers, 128); -1 no limit)"),
+	}
+}
+
+func (w workerFlags) check() error {
+	if *w.workers < 1 || *w.workers > 10000 {
+		return &api.InvalidError{Field: "workers", Value: fmt.Sprint(*w.workers), Accepted: "an integer from 1 to 10000"}
+	}
+	if *w.maxConns < -1 || *w.maxConns > 10000 {
+		return &api.InvalidError{Field: "max-conns-per-host", Value: fmt.Sprint(*w.maxConns), Accepted: "-1 (no limit), 0 (the default) or an integer up to 10000"}
+	}
+	return nil
+}
+
 func (m *Main) parse(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

@@ -21,8 +21,7 @@ import (
 
 func (m *Main) run(ctx context.Context, args []string) error {
 	fs, db := m.flags("run", "[--workers N] [--until-idle] [--admin ADDR --admin-token-file FILE]")
-	workers := fs.Int("workers", 16, "jobs worked at once (1-10000)")
-	maxConns := fs.Int("max-conns-per-host", 0, "most connections to one target host; more attempts wait for one (default min(workers, 128); -1 no limit)")
+	wf := addWorkerFlags(fs, 16, "jobs worked at once")
 	untilIdle := fs.Bool("until-idle", false, "exit 0 once no job is pending, running or unknown")
 	adminAddr := fs.String("admin", "", "also serve the admin API on TCP ADDR (needs --admin-token-file)")
 	tokenFile := fs.String("admin-token-file", "", "file holding the bearer token for --admin")
@@ -48,11 +47,8 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("run: unexpected argument %q", fs.Arg(0))
 	}
-	if *workers < 1 || *workers > 10000 {
-		return &api.InvalidError{Field: "workers", Value: fmt.Sprint(*workers), Accepted: "an integer from 1 to 10000"}
-	}
-	if *maxConns < -1 || *maxConns > 10000 {
-		return &api.InvalidError{Field: "max-conns-per-host", Value: fmt.Sprint(*maxConns), Accepted: "-1 (no limit), 0 (the default) or an integer up to 10000"}
+	if err := wf.check(); err != nil {
+		return err
 	}
 	for name, d := range map[string]time.Duration{"quiet-period": *quiet, "backoff-base": *backoffBase, "backoff-cap": *backoffCap,
 		"status-timeout": *statusTimeout, "retry-after-cap": *retryAfterCap, "shutdown-grace": *grace, "poll-interval": *poll,
@@ -107,8 +103,8 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	checker := &statusquery.HTTPChecker{Timeout: *statusTimeout}
 	metrics := api.NewMetrics(client)
 	cfg := runner.Config{
-		Workers:         *workers,
-		MaxConnsPerHost: *maxConns,
+		Workers:         *wf.workers,
+		MaxConnsPerHost: *wf.maxConns,
 		UntilIdle:       *untilIdle,
 		Logger:          logger,
 		Backoff:         runner.Backoff{Base: *backoffBase, Cap: *backoffCap},
@@ -151,7 +147,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if *retention > 0 {
 		go sweepLoop(ctx, client, *retention, *keyRetention, logger)
 	}
-	logger.Info("runner started", "db", path, "workers", *workers, "pid", os.Getpid())
+	logger.Info("runner started", "db", path, "workers", *wf.workers, "pid", os.Getpid())
 	if err := r.Run(ctx); err != nil {
 		return err
 	}
