@@ -129,21 +129,7 @@ func (db *DB) writer() {
 				// A commit costs two fsyncs whatever its size: a short
 				// wait for more operations is cheaper than a second commit.
 				lingered = true
-				if linger < timerSlack {
-					batch = db.lingerYield(batch, below, linger)
-					continue
-				}
-				t := time.NewTimer(linger)
-			wait:
-				for len(batch) < below {
-					select {
-					case o := <-db.ops:
-						batch = append(batch, o)
-					case <-t.C:
-						break wait
-					}
-				}
-				t.Stop()
+				batch = db.linger(batch, below, linger)
 			}
 		}
 		db.commit(batch)
@@ -228,13 +214,33 @@ const timerSlack = time.Millisecond
 // short linger: the goroutines that would write have had their turn.
 const idleYields = 100
 
-// lingerYield collects more operations for up to linger, or until the batch
+// linger collects more operations for up to d, or until the batch holds
+// below: on a timer when d is at least timerSlack, by yielding otherwise
+// (lingerYield).
+func (db *DB) linger(batch []*op, below int, d time.Duration) []*op {
+	if d < timerSlack {
+		return db.lingerYield(batch, below, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for len(batch) < below {
+		select {
+		case o := <-db.ops:
+			batch = append(batch, o)
+		case <-t.C:
+			return batch
+		}
+	}
+	return batch
+}
+
+// lingerYield collects more operations for up to d, or until the batch
 // holds below, by yielding the processor to the goroutines that produce
 // them rather than sleeping on a timer (see timerSlack). It stops early
 // after idleYields yields bring nothing: with nobody else runnable a lone
-// write is committed within microseconds, not a timer tick.
-func (db *DB) lingerYield(batch []*op, below int, linger time.Duration) []*op {
-	deadline := time.Now().Add(linger)
+// write is committed within microseconds, not a timer tick later.
+func (db *DB) lingerYield(batch []*op, below int, d time.Duration) []*op {
+	deadline := time.Now().Add(d)
 	for idle := 0; len(batch) < below && idle < idleYields; {
 		select {
 		case o := <-db.ops:
