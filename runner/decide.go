@@ -13,12 +13,12 @@ import (
 )
 
 // attempt sends one claimed attempt and writes its outcome.
-func (r *Runner) attempt(ctx context.Context, c store.Claim) {
+func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 	j := c.Job
 	now := r.cfg.Now()
 	left := j.Deadline.Sub(now)
 	if left <= 0 {
-		r.write(c, func(j *store.Job) error {
+		r.write(s, c, func(j *store.Job) error {
 			closeAttempt(j, now, ClassNoEffect, 0, "not sent: deadline passed before the attempt")
 			r.stop(j, now, "deadline passed before attempt could be sent")
 			return nil
@@ -31,7 +31,7 @@ func (r *Runner) attempt(ctx context.Context, c store.Claim) {
 		// key. It was scheduled inside the key TTL window, but a restart or
 		// a backlog may have delayed it past the window: check again now.
 		if window := r.keyTTLWindow(j); j.KeyTTL > 0 && !now.Before(window) {
-			r.write(c, func(j *store.Job) error {
+			r.write(s, c, func(j *store.Job) error {
 				closeAttempt(j, now, ClassNoEffect, 0, "not sent: the key TTL window closed before the replay could be sent")
 				r.park(j, now, fmt.Sprintf("an earlier attempt may have taken effect and the key TTL window (until %s) closed before the replay could be sent; replaying now could duplicate",
 					window.UTC().Format(time.RFC3339)), "")
@@ -44,7 +44,7 @@ func (r *Runner) attempt(ctx context.Context, c store.Claim) {
 	if r.cfg.CheckSend != nil {
 		if err := r.cfg.CheckSend(ctx, j); err != nil {
 			msg := r.cfg.Redact(j, err.Error())
-			r.write(c, func(j *store.Job) error {
+			r.write(s, c, func(j *store.Job) error {
 				closeAttempt(j, now, ClassPermanent, 0, "not sent: "+msg)
 				j.LastError, j.LastClass = msg, string(ClassPermanent)
 				r.stop(j, now, "refused before sending: "+msg)
@@ -79,7 +79,7 @@ func (r *Runner) attempt(ctx context.Context, c store.Claim) {
 	}
 	end := res.end
 	var delayNote string
-	r.write(c, func(j *store.Job) error {
+	r.write(s, c, func(j *store.Job) error {
 		ev := lastOpenAttempt(j)
 		if ev != nil {
 			ev.End = end
@@ -338,18 +338,18 @@ func (r *Runner) replayInTTL(j *store.Job, now time.Time, floor time.Duration) s
 
 // resolveUnknown runs one status query for a claimed unknown job and acts on
 // the answer.
-func (r *Runner) resolveUnknown(ctx context.Context, c store.Claim) {
+func (r *Runner) resolveUnknown(ctx context.Context, s *slot, c store.Claim) {
 	j := c.Job
 	now := r.cfg.Now()
 	if !r.canQuery(j) {
-		r.write(c, func(j *store.Job) error {
+		r.write(s, c, func(j *store.Job) error {
 			r.replayInTTL(j, now, 0)
 			return nil
 		})
 		return
 	}
 	if over := r.statusBudgetOver(j, now); over != "" {
-		r.write(c, func(j *store.Job) error {
+		r.write(s, c, func(j *store.Job) error {
 			r.park(j, now, fmt.Sprintf("%s; the outcome of attempt %d is still unknown", over, j.Attempts), "")
 			return nil
 		})
@@ -370,7 +370,7 @@ func (r *Runner) resolveUnknown(ctx context.Context, c store.Claim) {
 		errText = r.cfg.Redact(j, ans.Err.Error())
 	}
 	var note string
-	r.write(c, func(j *store.Job) error {
+	r.write(s, c, func(j *store.Job) error {
 		j.AddEvent(store.Event{Kind: store.EventStatusQuery, N: j.StatusQueries, Start: now, End: end,
 			HTTPStatus: ans.HTTPStatus, Outcome: string(ans.Outcome), Detail: ans.Detail, Error: errText, Truncated: ans.Truncated})
 		note = r.decideAfterQuery(j, ans, end)

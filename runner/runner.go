@@ -23,6 +23,12 @@ type Store interface {
 	Stats() (map[store.State]int64, error)
 }
 
+// chainStore is implemented by stores that can claim a worker's next job in
+// the transaction of its outcome (*store.DB).
+type chainStore interface {
+	FinishClaimNext(ctx context.Context, c store.Claim, fn store.TransitionFunc, next store.NextClaim) (*store.Job, *store.Claim, error)
+}
+
 // writerHint is implemented by stores that size their commit batches by
 // the number of concurrent writers (*store.DB).
 type writerHint interface {
@@ -482,7 +488,8 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // claimAndStart claims up to free due jobs, pending first, and starts a
 // worker for each.
 func (r *Runner) claimAndStart(ctx, workCtx context.Context, wg *sync.WaitGroup, free int) (int, error) {
-	now := r.cfg.Now()
+	plan := r.claimPlan()
+	now := plan.Now
 	started := 0
 	var marked []string
 	skip := func(id string) bool {
@@ -497,9 +504,7 @@ func (r *Runner) claimAndStart(ctx, workCtx context.Context, wg *sync.WaitGroup,
 			r.claiming.Delete(id)
 		}
 	}()
-	pend, err := r.store.ClaimDueSkip(ctx, store.StatePending, now, free, skip, func(j *store.Job) {
-		j.AddEvent(store.Event{Kind: store.EventAttempt, N: j.Attempts, Start: now})
-	})
+	pend, err := r.store.ClaimDueSkip(ctx, store.StatePending, now, free, skip, plan.Pending)
 	if err != nil {
 		return 0, err
 	}
@@ -510,12 +515,7 @@ func (r *Runner) claimAndStart(ctx, workCtx context.Context, wg *sync.WaitGroup,
 	if free -= len(pend); free <= 0 {
 		return started, nil
 	}
-	// An unknown claim leases the job: next_run_at moves past the longest a
-	// query can take, so a crash mid-query only delays the next one.
-	lease := r.queryTimeout() + r.cfg.QuietPeriod
-	unk, err := r.store.ClaimDueSkip(ctx, store.StateUnknown, now, free, skip, func(j *store.Job) {
-		j.NextRunAt = now.Add(lease)
-	})
+	unk, err := r.store.ClaimDueSkip(ctx, store.StateUnknown, now, free, skip, plan.Unknown)
 	if err != nil {
 		return started, err
 	}
@@ -540,12 +540,23 @@ type task struct {
 	ctx  context.Context
 	wg   *sync.WaitGroup
 	c    store.Claim
-	work func(context.Context, store.Claim)
+	work workFunc
+}
+
+// workFunc works one claimed job. Its outcome write may claim the worker's
+// next job (slot.next).
+type workFunc func(context.Context, *slot, store.Claim)
+
+// slot is one worker's hold on a job slot while it works a task.
+type slot struct {
+	// next is the job the last outcome write claimed in the same commit;
+	// the worker works it without giving its slot back.
+	next *store.Claim
 }
 
 // start hands a claimed job to the worker pool. It never blocks: the pool's
 // queue holds Workers tasks and no more than Workers jobs are claimed.
-func (r *Runner) start(ctx context.Context, wg *sync.WaitGroup, c store.Claim, work func(context.Context, store.Claim)) {
+func (r *Runner) start(ctx context.Context, wg *sync.WaitGroup, c store.Claim, work workFunc) {
 	r.mu.Lock()
 	r.inflight++
 	r.mu.Unlock()
@@ -564,7 +575,56 @@ func (r *Runner) runTask(t task) {
 		default:
 		}
 	}()
-	t.work(t.ctx, t.c)
+	s := &slot{}
+	c, work := t.c, t.work
+	for {
+		work(t.ctx, s, c)
+		if s.next == nil {
+			return
+		}
+		c, s.next = *s.next, nil
+		work = r.attempt
+		if c.Job.State == store.StateUnknown {
+			work = r.resolveUnknown
+		}
+	}
+}
+
+// mayChain reports whether a worker's outcome write may claim its next job:
+// not once Run is stopping. (During the startup ramp it may: a chained
+// worker keeps its slot, so the number of jobs in flight stays within the
+// ramp.)
+func (r *Runner) mayChain() bool {
+	select {
+	case <-r.stopping:
+		return false
+	default:
+		return true
+	}
+}
+
+// claimPlan is what a claim does at this moment, in a claim round
+// (claimAndStart) or chained to an outcome write: a claimed pending job
+// records the start of its attempt; a claimed unknown job is leased, its
+// next_run_at moved past the longest a query can take, so a crash
+// mid-query only delays the next one. A chained claim takes pending and
+// unknown jobs by next_run_at alone, a round pending ones first.
+func (r *Runner) claimPlan() store.NextClaim {
+	now := r.cfg.Now()
+	lease := r.queryTimeout() + r.cfg.QuietPeriod
+	return store.NextClaim{
+		Now: now,
+		Skip: func(id string) bool {
+			_, taken := r.claiming.Load(id)
+			return taken
+		},
+		Pending: func(j *store.Job) {
+			j.AddEvent(store.Event{Kind: store.EventAttempt, N: j.Attempts, Start: now})
+		},
+		Unknown: func(j *store.Job) {
+			j.NextRunAt = now.Add(lease)
+		},
+	}
 }
 
 // shutdown waits up to ShutdownGrace for in-flight work, then cancels it;
@@ -586,14 +646,31 @@ func (r *Runner) shutdown(wg *sync.WaitGroup, cancelWork context.CancelFunc) err
 
 // write is Finish plus logging and the test hook. A fenced write means a
 // newer claim owns the job; it is logged and dropped.
-func (r *Runner) write(c store.Claim, fn store.TransitionFunc) {
+func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 	// Outcome writes must land even during shutdown, so they do not use the
 	// run context. A failed write is tried again with backoff until the
 	// runner stops; then the job stays as claimed (running stays running)
 	// and recovery turns it unknown on the next start.
 	wait := 50 * time.Millisecond
+	chain, _ := r.store.(chainStore)
+	if s == nil || !r.mayChain() {
+		chain = nil
+	}
 	for {
-		j, err := r.store.FinishClaim(context.Background(), c, fn)
+		var j *store.Job
+		var err error
+		if chain != nil {
+			// The first try also claims the worker's next job in the same
+			// commit; retries after a failure only write the outcome.
+			var next *store.Claim
+			j, next, err = chain.FinishClaimNext(context.Background(), c, fn, r.claimPlan())
+			chain = nil
+			if err == nil && next != nil {
+				s.next = next
+			}
+		} else {
+			j, err = r.store.FinishClaim(context.Background(), c, fn)
+		}
 		if err == nil {
 			if r.cfg.OnWrite != nil {
 				r.cfg.OnWrite(j)

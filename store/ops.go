@@ -340,6 +340,62 @@ func (db *DB) ClaimDue(ctx context.Context, s State, now time.Time, limit int, p
 // runner with overlapping claim rounds uses it to mark candidates it is
 // claiming, so its rounds do not collide.
 func (db *DB) ClaimDueSkip(ctx context.Context, s State, now time.Time, limit int, skip func(id string) bool, prepare ClaimFunc) ([]Claim, error) {
+	cands, err := db.PrepareClaims(ctx, s, now, limit, skip, prepare)
+	if err != nil || len(cands) == 0 {
+		return nil, err
+	}
+	var out []Claim
+	err = db.write(func(tx *bolt.Tx) error {
+		out = out[:0]
+		b := db.writeBuckets(tx)
+		for i := range cands {
+			c, err := cands[i].claimIn(b)
+			if err != nil {
+				return err // fatal: a refusal after earlier claims were written must not commit them
+			}
+			if c != nil {
+				out = append(out, *c)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Candidate is a due job read and prepared for a claim that is not written
+// yet (PrepareClaims). Writing it (FinishClaimNext) succeeds only if the
+// stored record is still exactly the one read.
+type Candidate struct {
+	id, old, rec []byte
+	job          *Job
+}
+
+// ID is the candidate job's id.
+func (c *Candidate) ID() string { return c.job.ID }
+
+// claimIn writes the candidate's claim if the stored record is still the
+// one it was prepared from, and returns nil otherwise (another claimer or
+// a change won). Its errors are fatal.
+func (c *Candidate) claimIn(b buckets) (*Claim, error) {
+	v := b.jobs.Get(c.id)
+	if !bytes.Equal(v, c.old) {
+		return nil, nil
+	}
+	oh, _ := parseHead(v)
+	if err := b.replaceRaw(c.id, oh, c.rec); err != nil {
+		return nil, err
+	}
+	return &Claim{Job: c.job, Fence: c.job.Fence, raw: c.rec}, nil
+}
+
+// PrepareClaims reads up to limit due jobs of state s (pending or unknown),
+// oldest next_run_at first, passing over those skip returns true for, and
+// prepares their claims (see ClaimDue) without writing anything. The
+// reading and encoding happen in the caller's goroutine, not the writer's.
+func (db *DB) PrepareClaims(ctx context.Context, s State, now time.Time, limit int, skip func(id string) bool, prepare ClaimFunc) ([]Candidate, error) {
 	if s != StatePending && s != StateUnknown {
 		return nil, fmt.Errorf("store: only pending or unknown jobs are claimed, not %s", s)
 	}
@@ -355,11 +411,7 @@ func (db *DB) ClaimDueSkip(ctx context.Context, s State, now time.Time, limit in
 	if closed {
 		return nil, ErrClosed
 	}
-	type cand struct {
-		id, old, rec []byte
-		job          *Job
-	}
-	var cands []cand
+	var cands []Candidate
 	err := db.view(func(tx *bolt.Tx) error {
 		b := bucketsOf(tx)
 		prefix := stateByte[s]
@@ -381,52 +433,39 @@ func (db *DB) ClaimDueSkip(ctx context.Context, s State, now time.Time, limit in
 			if err != nil {
 				continue // likewise for a damaged record
 			}
-			j.Fence++
-			j.UpdatedAt = now
-			if s == StatePending {
-				j.State = StateRunning
-				j.Attempts++
-				if j.FirstSentAt.IsZero() {
-					j.FirstSentAt = now
-				}
-			} else {
-				j.StatusQueries++
-			}
-			if prepare != nil {
-				prepare(j)
-			}
-			rec, err := encodeJob(j)
+			rec, err := claimed(j, s, now, prepare)
 			if err != nil {
 				return err
 			}
-			cands = append(cands, cand{id: id, old: append([]byte(nil), v...), rec: rec, job: j})
-		}
-		return nil
-	})
-	if err != nil || len(cands) == 0 {
-		return nil, err
-	}
-	var out []Claim
-	err = db.write(func(tx *bolt.Tx) error {
-		out = out[:0]
-		b := db.writeBuckets(tx)
-		for _, c := range cands {
-			v := b.jobs.Get(c.id)
-			if !bytes.Equal(v, c.old) {
-				continue // changed since it was read: another claimer won
-			}
-			oh, _ := parseHead(v)
-			if err := b.replaceRaw(c.id, oh, c.rec); err != nil {
-				return fatal(err) // a refusal after earlier claims were written must not commit them
-			}
-			out = append(out, Claim{Job: c.job, Fence: c.job.Fence, raw: c.rec})
+			cands = append(cands, Candidate{id: id, old: append([]byte(nil), v...), rec: rec, job: j})
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return cands, nil
+}
+
+// claimed turns a due job of state s into its claimed form (a new fence;
+// pending becomes running with one more attempt, unknown counts one more
+// status query), lets prepare add to it and encodes it.
+func claimed(j *Job, s State, now time.Time, prepare ClaimFunc) ([]byte, error) {
+	j.Fence++
+	j.UpdatedAt = now
+	if s == StatePending {
+		j.State = StateRunning
+		j.Attempts++
+		if j.FirstSentAt.IsZero() {
+			j.FirstSentAt = now
+		}
+	} else {
+		j.StatusQueries++
+	}
+	if prepare != nil {
+		prepare(j)
+	}
+	return encodeJob(j)
 }
 
 // FinishClaim writes the outcome of a claim without reading the job again:
@@ -438,41 +477,184 @@ func (db *DB) FinishClaim(ctx context.Context, c Claim, fn TransitionFunc) (*Job
 	if c.raw == nil {
 		return db.Finish(ctx, c.Job.ID, c.Fence, fn)
 	}
-	old := c.Job
-	if old.State.Terminal() {
-		return nil, &TransitionError{JobID: old.ID, From: old.State, To: old.State, Why: "the job already ended"}
-	}
-	j := old.clone()
-	if err := fn(j); err != nil {
-		return nil, err
-	}
-	if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence {
-		return nil, fmt.Errorf("store: job %s: id, key and fence never change in a finish", old.ID)
-	}
-	if j.State != old.State && !Legal(old.State, j.State) {
-		return nil, &TransitionError{JobID: j.ID, From: old.State, To: j.State}
-	}
-	rec, err := encodeJob(j)
-	if err != nil {
-		return nil, err
-	}
-	id, err := idBytes(j.ID)
+	j, id, rec, err := finishRecord(c, fn)
 	if err != nil {
 		return nil, err
 	}
 	err = db.write(func(tx *bolt.Tx) error {
-		b := db.writeBuckets(tx)
-		v := b.jobs.Get(id)
-		if !bytes.Equal(v, c.raw) {
-			return fmt.Errorf("%w: job %s changed since claim %d", ErrFenced, j.ID, c.Fence)
-		}
-		oh, _ := parseHead(v)
-		return b.replaceRaw(id, oh, rec)
+		return finishIn(db.writeBuckets(tx), c, id, rec)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return j, nil
+}
+
+// finishRecord applies fn to a copy of the claimed job, checks the change
+// and encodes it, all outside the writer.
+func finishRecord(c Claim, fn TransitionFunc) (*Job, []byte, []byte, error) {
+	old := c.Job
+	if old.State.Terminal() {
+		return nil, nil, nil, &TransitionError{JobID: old.ID, From: old.State, To: old.State, Why: "the job already ended"}
+	}
+	j := old.clone()
+	if err := fn(j); err != nil {
+		return nil, nil, nil, err
+	}
+	if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence {
+		return nil, nil, nil, fmt.Errorf("store: job %s: id, key and fence never change in a finish", old.ID)
+	}
+	if j.State != old.State && !Legal(old.State, j.State) {
+		return nil, nil, nil, &TransitionError{JobID: j.ID, From: old.State, To: j.State}
+	}
+	rec, err := encodeJob(j)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	id, err := idBytes(j.ID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return j, id, rec, nil
+}
+
+// finishIn writes a finish's record if the stored one is still exactly
+// the one the claim wrote.
+func finishIn(b buckets, c Claim, id, rec []byte) error {
+	v := b.jobs.Get(id)
+	if !bytes.Equal(v, c.raw) {
+		return fmt.Errorf("%w: job %s changed since claim %d", ErrFenced, c.Job.ID, c.Fence)
+	}
+	oh, _ := parseHead(v)
+	return b.replaceRaw(id, oh, rec)
+}
+
+// NextClaim asks FinishClaimNext to claim one more due job in the
+// transaction of the finish.
+type NextClaim struct {
+	// Now is the clock reading that decides what is due.
+	Now time.Time
+	// Skip, when set, passes over the jobs it returns true for (a claim
+	// round's candidates). The writer goroutine calls it: it must be quick
+	// and must not use the store.
+	Skip func(id string) bool
+	// Pending prepares a claimed pending job, Unknown a claimed unknown
+	// one, as ClaimDue's prepare does.
+	Pending, Unknown ClaimFunc
+}
+
+// nextScan bounds the index entries one chained claim looks at (passed
+// over by Skip, or damaged) before it gives up and leaves the work to
+// ClaimDue.
+const nextScan = 64
+
+// FinishClaimNext is FinishClaim plus, in the same transaction, the claim
+// of the due job (pending or unknown) with the earliest next_run_at: a
+// worker's outcome write and its next claim cost one commit wait, not
+// two. The claim is nil when nothing is due, or when the finish was
+// refused (the refusal is returned as FinishClaim does). A returned claim
+// is durable, exactly as one from ClaimDue.
+func (db *DB) FinishClaimNext(ctx context.Context, c Claim, fn TransitionFunc, next NextClaim) (*Job, *Claim, error) {
+	if c.raw == nil {
+		j, err := db.Finish(ctx, c.Job.ID, c.Fence, fn)
+		return j, nil, err
+	}
+	j, id, rec, err := finishRecord(c, fn)
+	if err != nil {
+		return nil, nil, err
+	}
+	var nc *Claim
+	err = db.write(func(tx *bolt.Tx) error {
+		nc = nil // the op may run again alone if its batch fails
+		b := db.writeBuckets(tx)
+		if err := finishIn(b, c, id, rec); err != nil {
+			return err
+		}
+		var err error
+		nc, err = claimNextIn(b, next)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return j, nc, nil
+}
+
+// claimNextIn claims, inside a write transaction, the due pending or
+// unknown job with the earliest next_run_at. Only bbolt write errors
+// (fatal) are returned: the finish before it is already written.
+func claimNextIn(b buckets, next NextClaim) (*Claim, error) {
+	type lane struct {
+		s      State
+		prefix byte
+		bound  []byte
+		c      *bolt.Cursor
+		k      []byte // the lane's first acceptable due entry, nil if none
+	}
+	lanes := [2]lane{{s: StatePending}, {s: StateUnknown}}
+	budget := nextScan
+	// advance moves a lane to its first due entry at or after k that Skip
+	// does not pass over.
+	advance := func(l *lane, k []byte) {
+		for ; k != nil && k[0] == l.prefix && budget > 0; k, _ = l.c.Next() {
+			if bytes.Compare(k[:9], l.bound) > 0 {
+				break
+			}
+			if next.Skip == nil || !next.Skip(uuid.UUID(k[9:]).String()) {
+				l.k = k
+				return
+			}
+			budget--
+		}
+		l.k = nil
+	}
+	for i := range lanes {
+		l := &lanes[i]
+		l.prefix = stateByte[l.s]
+		l.bound = dueBound(l.s, next.Now)
+		l.c = b.index.Cursor()
+		k, _ := l.c.Seek([]byte{l.prefix})
+		advance(l, k)
+	}
+	for budget > 0 {
+		l := &lanes[0]
+		if l.k == nil || (lanes[1].k != nil && bytes.Compare(lanes[1].k[1:9], l.k[1:9]) < 0) {
+			l = &lanes[1]
+		}
+		if l.k == nil {
+			return nil, nil
+		}
+		id := append([]byte(nil), l.k[9:]...)
+		v := b.jobs.Get(id)
+		var j *Job
+		if v != nil {
+			j, _ = DecodeRecord(v)
+		}
+		if j == nil {
+			// A damaged index entry or record: `idemrun check` reports
+			// it; the claim moves on.
+			budget--
+			k, _ := l.c.Next()
+			advance(l, k)
+			continue
+		}
+		prepare := next.Pending
+		if l.s == StateUnknown {
+			prepare = next.Unknown
+		}
+		rec, err := claimed(j, l.s, next.Now, prepare)
+		if err != nil {
+			// The finish is already written, so this must not refuse the
+			// op: leave the job to ClaimDue, which reports the error.
+			return nil, nil
+		}
+		oh, _ := parseHead(v)
+		if err := b.replaceRaw(id, oh, rec); err != nil {
+			return nil, err
+		}
+		return &Claim{Job: j, Fence: j.Fence, raw: rec}, nil
+	}
+	return nil, nil
 }
 
 // TransitionFunc changes a loaded job (state, fields, history). Returning an

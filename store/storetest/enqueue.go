@@ -32,12 +32,12 @@ func testEnqueueRoundTrip(t *testing.T, open func(t *testing.T) Store) {
 	j.Request.Header[0].Value = "changed"
 
 	for name, got := range map[string]*store.Job{"result": res.Job, "Get": get(t, s, want.ID)} {
-		if !jobsEqual(got, &want) {
+		if !JobsEqual(got, &want) {
 			t.Errorf("%s:\n got  %+v\n want %+v", name, normalize(got), want)
 		}
 	}
 	byKey, err := s.GetByKey("round-trip")
-	if err != nil || !jobsEqual(byKey, &want) {
+	if err != nil || !JobsEqual(byKey, &want) {
 		t.Errorf("GetByKey = %+v, %v; want %+v", byKey, err, want)
 	}
 
@@ -46,7 +46,7 @@ func testEnqueueRoundTrip(t *testing.T, open func(t *testing.T) Store) {
 	if err != nil || !res.Existing || res.Job == nil || res.Job.ID != want.ID {
 		t.Fatalf("second Enqueue of the same request = %+v, %v; want Existing job %s", res, err, want.ID)
 	}
-	if !jobsEqual(res.Job, &want) {
+	if !JobsEqual(res.Job, &want) {
 		t.Errorf("Existing job:\n got  %+v\n want %+v", normalize(res.Job), want)
 	}
 	if _, err := s.Get(again.ID); !errors.Is(err, store.ErrNotFound) {
@@ -109,7 +109,7 @@ func testEnqueueDuplicateID(t *testing.T, open func(t *testing.T) Store) {
 	if err == nil && (len(rs) != 1 || rs[0].Err == nil) {
 		t.Errorf("EnqueueMany of a second job (key c) with id %s: no refusal; want its result to carry Err", a.ID)
 	}
-	if got := get(t, s, a.ID); got.Key != "a" || !jobsEqual(got, a) {
+	if got := get(t, s, a.ID); got.Key != "a" || !JobsEqual(got, a) {
 		t.Errorf("job %s now has key %q; want it unchanged with key a", a.ID, got.Key)
 	}
 	for _, k := range []string{"b", "c"} {

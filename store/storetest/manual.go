@@ -68,7 +68,7 @@ func testCancel(t *testing.T, open func(t *testing.T) Store) {
 			t.Fatalf("Cancel(pending) = %+v, %v; want canceled", got, err)
 		}
 		stored := get(t, s, j.ID)
-		if !jobsEqual(stored, got) {
+		if !JobsEqual(stored, got) {
 			t.Errorf("Cancel returned %+v; stored %+v", got, stored)
 		}
 		wantManualEvent(t, stored, store.StatePending, store.StateCanceled, "alice", "typo in amount", later)
@@ -146,7 +146,7 @@ func testRetry(t *testing.T, open func(t *testing.T) Store) {
 			t.Fatalf("Retry(failed): %v", err)
 		}
 		stored := get(t, s, j.ID)
-		if !jobsEqual(stored, got) {
+		if !JobsEqual(stored, got) {
 			t.Errorf("Retry returned %+v; stored %+v", got, stored)
 		}
 		switch {
@@ -195,7 +195,7 @@ func testResolve(t *testing.T, open func(t *testing.T) Store) {
 				t.Fatalf("Resolve(%s) = %+v, %v", as, got, err)
 			}
 			stored := get(t, s, j.ID)
-			if !jobsEqual(stored, got) {
+			if !JobsEqual(stored, got) {
 				t.Errorf("Resolve returned %+v; stored %+v", got, stored)
 			}
 			if stored.MayHaveEffect || !strings.Contains(stored.Reason, "carol") || !strings.Contains(stored.Reason, "checked the dashboard") {

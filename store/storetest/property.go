@@ -286,7 +286,7 @@ func countersMatchScan(t *testing.T, s Store) map[store.State]int64 {
 		if err != nil || byKey.ID != j.ID {
 			t.Fatalf("GetByKey(%q) = %v, %v; List says job %s holds the key", j.Key, byKey, err, j.ID)
 		}
-		if byID := get(t, s, j.ID); !jobsEqual(byID, j) {
+		if byID := get(t, s, j.ID); !JobsEqual(byID, j) {
 			t.Fatalf("Get(%s) = %+v; List gave %+v", j.ID, byID, j)
 		}
 	}

@@ -228,7 +228,7 @@ func driveTo(t *testing.T, s Store, key string, st store.State, now time.Time) *
 func wantUnchanged(t *testing.T, s Store, before *store.Job, what string) {
 	t.Helper()
 	after := get(t, s, before.ID)
-	if !jobsEqual(after, before) {
+	if !JobsEqual(after, before) {
 		t.Errorf("%s changed the job:\n got  %+v\n want %+v", what, after, before)
 	}
 }
@@ -240,8 +240,8 @@ func wantIllegal(t *testing.T, err error, what string) {
 	}
 }
 
-// jobsEqual compares two jobs by value, times by instant.
-func jobsEqual(a, b *store.Job) bool {
+// JobsEqual compares two jobs by value, times by instant (see normalize).
+func JobsEqual(a, b *store.Job) bool {
 	return reflect.DeepEqual(normalize(a), normalize(b))
 }
 

@@ -1,0 +1,119 @@
+package runner_test
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemrun/idemrun/runner"
+	"github.com/idemrun/idemrun/store"
+)
+
+// chainCounter counts the runner's claims: chained to an outcome write,
+// or taken by a claim round.
+type chainCounter struct {
+	*store.DB
+	chained, rounds atomic.Int64
+	// afterStop counts FinishClaimNext calls begun after stopped was set.
+	stopped   atomic.Bool
+	afterStop atomic.Int64
+}
+
+func (c *chainCounter) FinishClaimNext(ctx context.Context, cl store.Claim, fn store.TransitionFunc, next store.NextClaim) (*store.Job, *store.Claim, error) {
+	if c.stopped.Load() {
+		c.afterStop.Add(1)
+	}
+	j, nc, err := c.DB.FinishClaimNext(ctx, cl, fn, next)
+	if nc != nil {
+		c.chained.Add(1)
+	}
+	return j, nc, err
+}
+
+func (c *chainCounter) ClaimDueSkip(ctx context.Context, s store.State, now time.Time, limit int, skip func(id string) bool, prepare store.ClaimFunc) ([]store.Claim, error) {
+	cs, err := c.DB.ClaimDueSkip(ctx, s, now, limit, skip, prepare)
+	c.rounds.Add(int64(len(cs)))
+	return cs, err
+}
+
+// A worker's outcome write claims its next job: most jobs of a backlog are
+// claimed that way, each job is claimed exactly once, and the target sees
+// every key exactly once.
+func TestChainedClaims(t *testing.T) {
+	tg := statusTarget(t, http.StatusCreated)
+	db := openStore(t)
+	const jobs = 200
+	var list []*store.Job
+	for range jobs {
+		list = append(list, newJob(tg.URL()))
+	}
+	enqueue(t, db, list...)
+	cc := &chainCounter{DB: db}
+	cfg := testConfig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	if err := runner.New(cc, cfg).Run(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run = %v (ctx %v); want idle within %s", err, ctx.Err(), runTimeout)
+	}
+	perKey := map[string]int{}
+	for _, r := range tg.received() {
+		perKey[r.Header.Get("Idempotency-Key")]++
+	}
+	for _, j := range list {
+		if n := perKey[j.Key]; n != 1 {
+			t.Errorf("target saw key %s %d times, want once", j.Key, n)
+		}
+		wantState(t, getJob(t, db, j.ID), store.StateSucceeded)
+	}
+	ch, rd := cc.chained.Load(), cc.rounds.Load()
+	if ch+rd != jobs {
+		t.Errorf("claims: %d chained + %d by rounds = %d, want exactly %d (one per job)", ch, rd, ch+rd, jobs)
+	}
+	if ch < jobs/2 {
+		t.Errorf("only %d of %d claims were chained to an outcome write, want most", ch, jobs)
+	}
+}
+
+// Once Run is stopping, outcome writes claim nothing more: no job is left
+// claimed (running) that no worker will work.
+func TestNoChainedClaimsAfterStop(t *testing.T) {
+	tg := newConnCounter(t, 2*time.Millisecond)
+	db := openStore(t)
+	const jobs = 100
+	var list []*store.Job
+	for range jobs {
+		list = append(list, newJob(tg.srv.URL))
+	}
+	enqueue(t, db, list...)
+	cc := &chainCounter{DB: db}
+	cfg := testConfig(t)
+	cfg.UntilIdle = false
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	var done atomic.Int64
+	cfg.OnWrite = func(j *store.Job) {
+		if j.State == store.StateSucceeded && done.Add(1) == 20 {
+			cancel()
+			cc.stopped.Store(true)
+		}
+	}
+	if err := runner.New(cc, cfg).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := cc.afterStop.Load(); n != 0 {
+		t.Errorf("%d outcome writes tried to chain a claim after Run was stopped, want 0", n)
+	}
+	st, err := db.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[store.StateRunning] != 0 || st[store.StateUnknown] != 0 {
+		t.Errorf("after the stop: %v; want nothing running or unknown", st)
+	}
+	if got := st[store.StateSucceeded]; got != tg.creates.Load() || got+st[store.StatePending] != jobs {
+		t.Errorf("after the stop: %d succeeded, %d pending, target saw %d creates; want succeeded = creates, succeeded + pending = %d",
+			got, st[store.StatePending], tg.creates.Load(), jobs)
+	}
+}
