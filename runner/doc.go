@@ -14,6 +14,15 @@
 // On start, every job a crash left running becomes unknown: its attempt may
 // have reached the server.
 //
+// A fixed pool of Workers goroutines works the jobs. Idle slots are filled
+// by claim rounds (pending jobs first, then unknown ones whose status query
+// is due). A busy worker does not give its slot back: the write of its
+// job's outcome also claims its next due job, pending or unknown, earliest
+// next_run_at first, in the same commit (store.FinishClaimNext), so a
+// worker waits for one commit per job, not two. Claims are compare and
+// swap on the stored record, so a round and a chained claim never take the
+// same job. Once Run is stopping, outcome writes claim nothing more.
+//
 // Go's http.Transport resends a request on a reused connection by itself when
 // it thinks the request is replayable, and it counts a request carrying an
 // Idempotency-Key header as replayable. The runner builds every request with

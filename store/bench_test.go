@@ -86,6 +86,43 @@ func BenchmarkClaimFinish(b *testing.B) {
 	reportCommits(b, db, commits0)
 }
 
+// BenchmarkFinishClaimNext is a serial worker's cycle with chained claims:
+// each outcome write claims the next job in the same commit.
+func BenchmarkFinishClaimNext(b *testing.B) {
+	db := benchDB(b)
+	now := storetest.T0()
+	for i := 0; i <= b.N; i += 1000 {
+		var batch []*store.Job
+		for k := i; k < min(i+1000, b.N+1); k++ {
+			batch = append(batch, storetest.NewJob(fmt.Sprintf("bench-%d", k), now))
+		}
+		if _, err := db.EnqueueMany(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	done := func(j *store.Job) error {
+		j.State = store.StateSucceeded
+		j.UpdatedAt = now
+		return nil
+	}
+	cs, err := db.ClaimDue(ctx, store.StatePending, now, 1, nil)
+	if err != nil || len(cs) != 1 {
+		b.Fatalf("ClaimDue = %d, %v", len(cs), err)
+	}
+	c := cs[0]
+	commits0, _ := db.Counters()
+	b.ResetTimer()
+	for range b.N {
+		_, next, err := db.FinishClaimNext(ctx, c, done, store.NextClaim{Now: now})
+		if err != nil || next == nil {
+			b.Fatalf("FinishClaimNext = %v, %v; want the next job claimed", next, err)
+		}
+		c = *next
+	}
+	b.StopTimer()
+	reportCommits(b, db, commits0)
+}
+
 // BenchmarkRawUpdate is one bare bbolt Update with one Put: the floor that
 // the store's costs are measured against.
 func BenchmarkRawUpdate(b *testing.B) {
