@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -115,5 +116,55 @@ func TestNoChainedClaimsAfterStop(t *testing.T) {
 	if got := st[store.StateSucceeded]; got != tg.creates.Load() || got+st[store.StatePending] != jobs {
 		t.Errorf("after the stop: %d succeeded, %d pending, target saw %d creates; want succeeded = creates, succeeded + pending = %d",
 			got, st[store.StatePending], tg.creates.Load(), jobs)
+	}
+}
+
+// failChain is a store whose chained outcome writes fail as a failed
+// commit does: nothing written, an error returned.
+type failChain struct {
+	*store.DB
+	calls atomic.Int64
+}
+
+func (f *failChain) FinishClaimNext(context.Context, store.Claim, store.TransitionFunc, store.NextClaim) (*store.Job, *store.Claim, error) {
+	f.calls.Add(1)
+	return nil, nil, errDiskFull
+}
+
+var errDiskFull = errors.New("disk full")
+
+// When the commit of an outcome and its chained claim fails, nothing of it
+// happened: the worker writes the outcome again alone and sends nothing
+// more; claim rounds take the other jobs. Every job ends succeeded, sent
+// once.
+func TestChainedClaimCommitFails(t *testing.T) {
+	tg := statusTarget(t, http.StatusCreated)
+	db := openStore(t)
+	const jobs = 12
+	var list []*store.Job
+	for range jobs {
+		list = append(list, newJob(tg.URL()))
+	}
+	enqueue(t, db, list...)
+	fc := &failChain{DB: db}
+	cfg := testConfig(t)
+	cfg.Workers = 2
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	if err := runner.New(fc, cfg).Run(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run = %v (ctx %v); want idle within %s", err, ctx.Err(), runTimeout)
+	}
+	if fc.calls.Load() == 0 {
+		t.Fatal("no outcome write tried to chain a claim; the test proves nothing")
+	}
+	perKey := map[string]int{}
+	for _, r := range tg.received() {
+		perKey[r.Header.Get("Idempotency-Key")]++
+	}
+	for _, j := range list {
+		if n := perKey[j.Key]; n != 1 {
+			t.Errorf("target saw key %s %d times, want once", j.Key, n)
+		}
+		wantState(t, getJob(t, db, j.ID), store.StateSucceeded)
 	}
 }
