@@ -39,25 +39,32 @@ func (c *chainCounter) ClaimDueSkip(ctx context.Context, s store.State, now time
 	return cs, err
 }
 
-// A worker's outcome write claims its next job: most jobs of a backlog are
-// claimed that way, each job is claimed exactly once, and the target sees
-// every key exactly once.
-func TestChainedClaims(t *testing.T) {
-	tg := statusTarget(t, http.StatusCreated)
-	db := openStore(t)
-	const jobs = 200
+// enqueueN enqueues n jobs that POST to url.
+func enqueueN(t *testing.T, db *store.DB, url string, n int) []*store.Job {
+	t.Helper()
 	var list []*store.Job
-	for range jobs {
-		list = append(list, newJob(tg.URL()))
+	for range n {
+		list = append(list, newJob(url))
 	}
 	enqueue(t, db, list...)
-	cc := &chainCounter{DB: db}
-	cfg := testConfig(t)
+	return list
+}
+
+// runIdleOn runs a runner over s until no job is left to work.
+func runIdleOn(t *testing.T, s runner.Store, cfg runner.Config) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	if err := runner.New(cc, cfg).Run(ctx); err != nil || ctx.Err() != nil {
+	cfg.UntilIdle = true
+	if err := runner.New(s, cfg).Run(ctx); err != nil || ctx.Err() != nil {
 		t.Fatalf("Run = %v (ctx %v); want idle within %s", err, ctx.Err(), runTimeout)
 	}
+}
+
+// wantSucceededOnce fails the test unless the target saw each job's key
+// exactly once and each job ended succeeded.
+func wantSucceededOnce(t *testing.T, tg *target, db *store.DB, list []*store.Job) {
+	t.Helper()
 	perKey := map[string]int{}
 	for _, r := range tg.received() {
 		perKey[r.Header.Get("Idempotency-Key")]++
@@ -68,6 +75,19 @@ func TestChainedClaims(t *testing.T) {
 		}
 		wantState(t, getJob(t, db, j.ID), store.StateSucceeded)
 	}
+}
+
+// A worker's outcome write claims its next job: most jobs of a backlog are
+// claimed that way, each job is claimed exactly once, and the target sees
+// every key exactly once.
+func TestChainedClaims(t *testing.T) {
+	tg := statusTarget(t, http.StatusCreated)
+	db := openStore(t)
+	const jobs = 200
+	list := enqueueN(t, db, tg.URL(), jobs)
+	cc := &chainCounter{DB: db}
+	runIdleOn(t, cc, testConfig(t))
+	wantSucceededOnce(t, tg, db, list)
 	ch, rd := cc.chained.Load(), cc.rounds.Load()
 	if ch+rd != jobs {
 		t.Errorf("claims: %d chained + %d by rounds = %d, want exactly %d (one per job)", ch, rd, ch+rd, jobs)
@@ -83,11 +103,7 @@ func TestNoChainedClaimsAfterStop(t *testing.T) {
 	tg := newConnCounter(t, 2*time.Millisecond)
 	db := openStore(t)
 	const jobs = 100
-	var list []*store.Job
-	for range jobs {
-		list = append(list, newJob(tg.srv.URL))
-	}
-	enqueue(t, db, list...)
+	enqueueN(t, db, tg.srv.URL, jobs)
 	cc := &chainCounter{DB: db}
 	cfg := testConfig(t)
 	cfg.UntilIdle = false
@@ -140,31 +156,13 @@ var errDiskFull = errors.New("disk full")
 func TestChainedClaimCommitFails(t *testing.T) {
 	tg := statusTarget(t, http.StatusCreated)
 	db := openStore(t)
-	const jobs = 12
-	var list []*store.Job
-	for range jobs {
-		list = append(list, newJob(tg.URL()))
-	}
-	enqueue(t, db, list...)
+	list := enqueueN(t, db, tg.URL(), 12)
 	fc := &failChain{DB: db}
 	cfg := testConfig(t)
 	cfg.Workers = 2
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
-	if err := runner.New(fc, cfg).Run(ctx); err != nil || ctx.Err() != nil {
-		t.Fatalf("Run = %v (ctx %v); want idle within %s", err, ctx.Err(), runTimeout)
-	}
+	runIdleOn(t, fc, cfg)
 	if fc.calls.Load() == 0 {
 		t.Fatal("no outcome write tried to chain a claim; the test proves nothing")
 	}
-	perKey := map[string]int{}
-	for _, r := range tg.received() {
-		perKey[r.Header.Get("Idempotency-Key")]++
-	}
-	for _, j := range list {
-		if n := perKey[j.Key]; n != 1 {
-			t.Errorf("target saw key %s %d times, want once", j.Key, n)
-		}
-		wantState(t, getJob(t, db, j.ID), store.StateSucceeded)
-	}
+	wantSucceededOnce(t, tg, db, list)
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -57,20 +58,8 @@ func BenchmarkEnqueue(b *testing.B) {
 func BenchmarkClaimFinish(b *testing.B) {
 	db := benchDB(b)
 	now := storetest.T0()
-	for i := 0; i < b.N; i += 1000 {
-		var batch []*store.Job
-		for k := i; k < min(i+1000, b.N); k++ {
-			batch = append(batch, storetest.NewJob(fmt.Sprintf("bench-%d", k), now))
-		}
-		if _, err := db.EnqueueMany(ctx, batch); err != nil {
-			b.Fatal(err)
-		}
-	}
-	done := func(j *store.Job) error {
-		j.State = store.StateSucceeded
-		j.UpdatedAt = now
-		return nil
-	}
+	seedPending(b, db, b.N, now)
+	done := succeededAt(now)
 	commits0, _ := db.Counters()
 	b.ResetTimer()
 	for range b.N {
@@ -86,25 +75,36 @@ func BenchmarkClaimFinish(b *testing.B) {
 	reportCommits(b, db, commits0)
 }
 
-// BenchmarkFinishClaimNext is a serial worker's cycle with chained claims:
-// each outcome write claims the next job in the same commit.
-func BenchmarkFinishClaimNext(b *testing.B) {
-	db := benchDB(b)
-	now := storetest.T0()
-	for i := 0; i <= b.N; i += 1000 {
+// seedPending enqueues n pending jobs due at now, 1,000 per transaction.
+func seedPending(b *testing.B, db *store.DB, n int, now time.Time) {
+	b.Helper()
+	for i := 0; i < n; i += 1000 {
 		var batch []*store.Job
-		for k := i; k < min(i+1000, b.N+1); k++ {
+		for k := i; k < min(i+1000, n); k++ {
 			batch = append(batch, storetest.NewJob(fmt.Sprintf("bench-%d", k), now))
 		}
 		if _, err := db.EnqueueMany(ctx, batch); err != nil {
 			b.Fatal(err)
 		}
 	}
-	done := func(j *store.Job) error {
+}
+
+// succeededAt is an outcome write that ends a job succeeded at now.
+func succeededAt(now time.Time) store.TransitionFunc {
+	return func(j *store.Job) error {
 		j.State = store.StateSucceeded
 		j.UpdatedAt = now
 		return nil
 	}
+}
+
+// BenchmarkFinishClaimNext is a serial worker's cycle with chained claims:
+// each outcome write claims the next job in the same commit.
+func BenchmarkFinishClaimNext(b *testing.B) {
+	db := benchDB(b)
+	now := storetest.T0()
+	seedPending(b, db, b.N+1, now)
+	done := succeededAt(now)
 	cs, err := db.ClaimDue(ctx, store.StatePending, now, 1, nil)
 	if err != nil || len(cs) != 1 {
 		b.Fatalf("ClaimDue = %d, %v", len(cs), err)

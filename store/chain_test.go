@@ -46,6 +46,17 @@ func claimOne(t *testing.T, db *store.DB, s store.State, now time.Time) store.Cl
 	return cs[0]
 }
 
+// workerClaim enqueues a job due a minute before now and claims it: the
+// job a worker has just worked.
+func workerClaim(t *testing.T, db *store.DB, now time.Time) store.Claim {
+	t.Helper()
+	w := storetest.NewJob("w", now.Add(-time.Minute))
+	if _, err := db.Enqueue(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	return claimOne(t, db, store.StatePending, now.Add(-time.Minute))
+}
+
 // A chained claim takes the due job with the earliest next_run_at, pending
 // or unknown, writes it in the finish's commit exactly as ClaimDue would,
 // and takes nothing that is not due.
@@ -130,11 +141,7 @@ func TestFinishClaimNextTakesEarliestDue(t *testing.T) {
 func TestFinishClaimNextSkip(t *testing.T) {
 	db, _ := newDB(t, nil)
 	now := storetest.T0()
-	w := storetest.NewJob("w", now.Add(-time.Minute))
-	if _, err := db.Enqueue(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	cw := claimOne(t, db, store.StatePending, now.Add(-time.Minute))
+	cw := workerClaim(t, db, now)
 	a := storetest.NewJob("a", now.Add(-2*time.Second))
 	b := storetest.NewJob("b", now.Add(-time.Second))
 	if _, err := db.EnqueueMany(ctx, []*store.Job{a, b}); err != nil {
@@ -163,13 +170,9 @@ func TestFinishClaimNextSkip(t *testing.T) {
 func TestFinishClaimNextRefusedClaimsNothing(t *testing.T) {
 	db, _ := newDB(t, nil)
 	now := storetest.T0()
-	w := storetest.NewJob("w", now.Add(-time.Minute))
-	if _, err := db.Enqueue(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	cw := claimOne(t, db, store.StatePending, now.Add(-time.Minute))
+	cw := workerClaim(t, db, now)
 	// Someone else wrote w since the claim (recovery after a restart).
-	if _, err := db.Finish(ctx, w.ID, cw.Fence, func(j *store.Job) error {
+	if _, err := db.Finish(ctx, cw.Job.ID, cw.Fence, func(j *store.Job) error {
 		j.State, j.MayHaveEffect = store.StateUnknown, true
 		return nil
 	}); err != nil {
@@ -221,21 +224,16 @@ func TestFinishClaimNextRefusedClaimsNothing(t *testing.T) {
 // When the commit fails, neither the finish nor the chained claim is
 // written; the same call afterwards does both.
 func TestFinishClaimNextCommitFailure(t *testing.T) {
-	fail := true
+	var fail bool // read by the writer after each op is queued: ordered by the queue
 	db, _ := newDB(t, &store.Options{CommitHook: func(int) error {
 		if fail {
 			return errors.New("disk on fire")
 		}
 		return nil
 	}})
-	fail = false
 	now := storetest.T0()
-	w := storetest.NewJob("w", now.Add(-time.Minute))
+	cw := workerClaim(t, db, now)
 	p := storetest.NewJob("p", now.Add(-time.Second))
-	if _, err := db.Enqueue(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	cw := claimOne(t, db, store.StatePending, now.Add(-time.Minute))
 	if _, err := db.Enqueue(ctx, p); err != nil {
 		t.Fatal(err)
 	}
