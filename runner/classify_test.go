@@ -280,10 +280,17 @@ func TestClassifyError(t *testing.T) {
 	}
 }
 
+// roundTripCloser is a transport the classification tests can run:
+// net/http's or the runner's own.
+type roundTripCloser interface {
+	http.RoundTripper
+	CloseIdleConnections()
+}
+
 // classifyTestDo sends req with tr and records the httptrace progress the
 // way the sender does. The callbacks may run on transport goroutines, even
 // after Do returns (HTTP/2), hence the mutex.
-func classifyTestDo(t *testing.T, tr *http.Transport, req *http.Request) (Progress, error) {
+func classifyTestDo(t *testing.T, tr roundTripCloser, req *http.Request) (Progress, error) {
 	t.Helper()
 	var (
 		mu sync.Mutex
@@ -351,8 +358,35 @@ func classifyTestBlockingServer(t *testing.T) (srv *httptest.Server, received <-
 	return srv, got
 }
 
+// TestClassifyErrorRealTransport produces each transport failure for real,
+// through net/http's Transport and through the runner's own, and checks
+// that both classify alike.
 func TestClassifyErrorRealTransport(t *testing.T) {
 	t.Parallel()
+	transports := []struct {
+		name    string
+		plain   func() roundTripCloser
+		proxied func(u *url.URL) roundTripCloser
+	}{
+		{"net/http", func() roundTripCloser { return &http.Transport{} },
+			func(u *url.URL) roundTripCloser { return &http.Transport{Proxy: http.ProxyURL(u)} }},
+		{"runner", func() roundTripCloser { return newTransport(0, 4) },
+			func(u *url.URL) roundTripCloser {
+				tr := newTransport(0, 4)
+				tr.proxy = http.ProxyURL(u)
+				tr.viaProxy.Proxy = http.ProxyURL(u)
+				return tr
+			}},
+	}
+	for _, tc := range transports {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testClassifyErrorRealTransport(t, tc.name, tc.plain, tc.proxied)
+		})
+	}
+}
+
+func testClassifyErrorRealTransport(t *testing.T, name string, plain func() roundTripCloser, proxied func(*url.URL) roundTripCloser) {
 	bg := context.Background()
 
 	// A closed port on 127.0.0.1.
@@ -401,17 +435,16 @@ func TestClassifyErrorRealTransport(t *testing.T) {
 		wantReason   string
 	}{
 		{"connection refused", func(t *testing.T) (Progress, error) {
-			return classifyTestDo(t, &http.Transport{}, classifyTestRequest(t, bg, closedURL))
+			return classifyTestDo(t, plain(), classifyTestRequest(t, bg, closedURL))
 		}, false, ClassNoEffect, "connection refused"},
 		{"certificate verification", func(t *testing.T) (Progress, error) {
-			return classifyTestDo(t, &http.Transport{}, classifyTestRequest(t, bg, tlsSrv.URL))
+			return classifyTestDo(t, plain(), classifyTestRequest(t, bg, tlsSrv.URL))
 		}, false, ClassPermanent, "certificate verification failed"},
 		{"https to a plain server", func(t *testing.T) (Progress, error) {
-			return classifyTestDo(t, &http.Transport{}, classifyTestRequest(t, bg, strings.Replace(plainSrv.URL, "http:", "https:", 1)))
+			return classifyTestDo(t, plain(), classifyTestRequest(t, bg, strings.Replace(plainSrv.URL, "http:", "https:", 1)))
 		}, false, ClassNoEffect, "tls handshake failed"},
 		{"proxy CONNECT refused", func(t *testing.T) (Progress, error) {
-			tr := &http.Transport{Proxy: http.ProxyURL(proxyURL)}
-			return classifyTestDo(t, tr, classifyTestRequest(t, bg, "https://target.invalid/pay"))
+			return classifyTestDo(t, proxied(proxyURL), classifyTestRequest(t, bg, "https://target.invalid/pay"))
 		}, false, ClassNoEffect, "request not sent"},
 		{"bad URL", func(t *testing.T) (Progress, error) {
 			_, err := http.NewRequest(http.MethodPost, "http://[::1/pay", nil)
@@ -421,38 +454,38 @@ func TestClassifyErrorRealTransport(t *testing.T) {
 			return Progress{}, err
 		}, false, ClassPermanent, "bad URL"},
 		{"unsupported scheme", func(t *testing.T) (Progress, error) {
-			return classifyTestDo(t, &http.Transport{}, classifyTestRequest(t, bg, "ftp://127.0.0.1/pay"))
+			return classifyTestDo(t, plain(), classifyTestRequest(t, bg, "ftp://127.0.0.1/pay"))
 		}, false, ClassPermanent, "unsupported protocol scheme"},
 		{"invalid header", func(t *testing.T) (Progress, error) {
 			req := classifyTestRequest(t, bg, plainSrv.URL)
 			req.Header["Bad Name"] = []string{"x"}
-			return classifyTestDo(t, &http.Transport{}, req)
+			return classifyTestDo(t, plain(), req)
 		}, false, ClassPermanent, "invalid header field"},
 		{"invalid header value", func(t *testing.T) (Progress, error) {
 			req := classifyTestRequest(t, bg, plainSrv.URL)
 			req.Header.Set("X-Note", "a\nb")
-			return classifyTestDo(t, &http.Transport{}, req)
+			return classifyTestDo(t, plain(), req)
 		}, false, ClassPermanent, "invalid header field"},
 		{"invalid method", func(t *testing.T) (Progress, error) {
 			req := classifyTestRequest(t, bg, plainSrv.URL)
 			req.Method = "BAD METHOD"
-			return classifyTestDo(t, &http.Transport{}, req)
+			return classifyTestDo(t, plain(), req)
 		}, false, ClassPermanent, "invalid method"},
 		{"no host", func(t *testing.T) (Progress, error) {
-			return classifyTestDo(t, &http.Transport{}, classifyTestRequest(t, bg, "http:///pay"))
+			return classifyTestDo(t, plain(), classifyTestRequest(t, bg, "http:///pay"))
 		}, false, ClassPermanent, "no Host in request URL"},
 		{"canceled before sending", func(t *testing.T) (Progress, error) {
 			ctx, cancel := context.WithCancel(bg)
 			cancel()
-			return classifyTestDo(t, &http.Transport{}, classifyTestRequest(t, ctx, blocking.URL))
+			return classifyTestDo(t, plain(), classifyTestRequest(t, ctx, blocking.URL))
 		}, true, ClassNoEffect, "canceled by shutdown before sending"},
 		{"EOF after sending", func(t *testing.T) (Progress, error) {
-			return classifyTestDo(t, &http.Transport{}, classifyTestRequest(t, bg, hangUp.URL))
+			return classifyTestDo(t, plain(), classifyTestRequest(t, bg, hangUp.URL))
 		}, false, ClassUnknown, "connection closed (EOF) after sending"},
 		{"attempt timeout after sending", func(t *testing.T) (Progress, error) {
 			ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
 			defer cancel()
-			return classifyTestDo(t, &http.Transport{}, classifyTestRequest(t, ctx, blocking.URL))
+			return classifyTestDo(t, plain(), classifyTestRequest(t, ctx, blocking.URL))
 		}, false, ClassUnknown, "timed out after sending"},
 		{"ResponseHeaderTimeout", func(t *testing.T) (Progress, error) {
 			tr := &http.Transport{ResponseHeaderTimeout: 100 * time.Millisecond}
@@ -470,10 +503,13 @@ func TestClassifyErrorRealTransport(t *testing.T) {
 					cancel()
 				}
 			}()
-			return classifyTestDo(t, &http.Transport{}, classifyTestRequest(t, ctx, blocking.URL))
+			return classifyTestDo(t, plain(), classifyTestRequest(t, ctx, blocking.URL))
 		}, true, ClassUnknown, "canceled by shutdown after sending"},
 	}
 	for _, tt := range tests {
+		if tt.name == "ResponseHeaderTimeout" && name != "net/http" {
+			continue // a net/http Transport setting
+		}
 		p, err := tt.run(t)
 		got := ClassifyError(err, p, tt.shuttingDown, ClassifyRules{})
 		if got.Class != tt.want || !strings.Contains(got.Reason, tt.wantReason) {

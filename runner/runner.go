@@ -45,10 +45,14 @@ type Config struct {
 	// Rand is the jitter source. Defaults to one seeded from crypto/rand, so
 	// two processes draw different delays. The runner locks around it.
 	Rand *rand.Rand
-	// Doer sends attempts. Defaults to NewHTTPClient(MaxConnsPerHost). A
-	// custom Doer must not follow redirects and must not resend requests by
-	// itself.
+	// Doer sends attempts. Defaults to NewHTTPClient(MaxConnsPerHost), or
+	// NewNetHTTPClient with NetHTTP. A custom Doer must not follow
+	// redirects and must not resend requests by itself.
 	Doer Doer
+	// NetHTTP makes the default Doer use net/http's Transport instead of
+	// the runner's own HTTP/1.1 transport (NewNetHTTPClient). Ignored when
+	// Doer is set.
+	NetHTTP bool
 	// MaxConnsPerHost caps the default Doer's connections to one host (one
 	// scheme, host and port); attempts beyond it wait for a free connection.
 	// Thousands of connections to one API are rude to it (rate limits
@@ -141,12 +145,16 @@ func (c *Config) setDefaults() {
 		c.MaxConnsPerHost = min(c.Workers, DefaultMaxConnsPerHost)
 	}
 	if c.Doer == nil {
+		newClient := newHTTPClient
+		if c.NetHTTP {
+			newClient = newNetHTTPClient
+		}
 		if c.MaxConnsPerHost > 0 {
-			c.Doer = NewHTTPClient(c.MaxConnsPerHost)
+			c.Doer = newClient(c.MaxConnsPerHost, c.MaxConnsPerHost)
 		} else {
 			// No limit: keep up to one idle connection per worker, so a
 			// busy host does not see connections closed and reopened.
-			c.Doer = newHTTPClient(0, c.Workers)
+			c.Doer = newClient(0, c.Workers)
 		}
 	}
 	if c.StatusBackoff.Base <= 0 {

@@ -281,7 +281,7 @@ func newClosingTarget(t *testing.T) *closingTarget {
 func TestClosingTargetTriggersNetHTTPResend(t *testing.T) {
 	t.Parallel()
 	ct := newClosingTarget(t)
-	client := runner.NewHTTPClient(1)
+	client := runner.NewNetHTTPClient(1)
 	t.Cleanup(client.CloseIdleConnections)
 	ctx := context.Background()
 	do := func(req *http.Request) (int, error) {
@@ -324,11 +324,58 @@ func TestClosingTargetTriggersNetHTTPResend(t *testing.T) {
 	}
 }
 
+// The runner's own transport never resends, not even a request net/http
+// would count as replayable: on the same target as above, one Do is one
+// request received.
+func TestRunnerTransportNeverResends(t *testing.T) {
+	t.Parallel()
+	ct := newClosingTarget(t)
+	client := runner.NewHTTPClient(1)
+	t.Cleanup(client.CloseIdleConnections)
+	ctx := context.Background()
+	body := []byte(`{"amount":1}`)
+	warm, _ := http.NewRequestWithContext(ctx, http.MethodPost, ct.srv.URL, bytes.NewReader(body))
+	resp, err := client.Do(warm)
+	if err != nil || resp.StatusCode != 503 {
+		t.Fatalf("warm-up: %v, %v; want 503", resp, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	before := ct.received.Load()
+	replayable, _ := http.NewRequestWithContext(ctx, http.MethodPost, ct.srv.URL, bytes.NewReader(body))
+	replayable.Header.Set("Idempotency-Key", idemkey.New())
+	if replayable.GetBody == nil {
+		t.Fatal("the request is not rewindable; the test proves nothing")
+	}
+	resp, err = client.Do(replayable)
+	if err == nil {
+		resp.Body.Close()
+	}
+	if got := ct.received.Load() - before; got != 1 || err == nil {
+		t.Errorf("replayable request through the runner's transport: target received %d, err %v; want 1 received and an error", got, err)
+	}
+	if c := ct.conns.Load(); c != 1 {
+		t.Errorf("target accepted %d connections, want 1 (the warm one, reused, and no new one for a resend)", c)
+	}
+}
+
 // TestNoHiddenResend: against a target that drops reused connections after
 // reading the request, the target receives exactly the sends the store
-// records: net/http never resends a runner attempt on its own (P7).
+// records: neither client resends a runner attempt on its own (P7).
 func TestNoHiddenResend(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		client func(int) *http.Client
+	}{{"runner transport", runner.NewHTTPClient}, {"net/http transport", runner.NewNetHTTPClient}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testNoHiddenResend(t, tc.client)
+		})
+	}
+}
+
+func testNoHiddenResend(t *testing.T, client func(int) *http.Client) {
 	db := openStore(t)
 	ct := newClosingTarget(t)
 	var jobs []*store.Job
@@ -344,7 +391,7 @@ func TestNoHiddenResend(t *testing.T) {
 	enqueue(t, db, jobs...)
 	cfg := testConfig(t)
 	cfg.Workers = 2
-	cfg.Doer = runner.NewHTTPClient(2)
+	cfg.Doer = client(2)
 	t.Cleanup(cfg.Doer.(*http.Client).CloseIdleConnections)
 	runIdle(t, db, cfg)
 

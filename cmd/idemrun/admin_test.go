@@ -378,6 +378,7 @@ func TestRunnerAdminNeedsToken(t *testing.T) {
 		{[]string{"run", "--workers", "0"}, "workers"},
 		{[]string{"run", "--max-conns-per-host", "-2"}, "max-conns-per-host"},
 		{[]string{"run", "--max-conns-per-host", "10001"}, "max-conns-per-host"},
+		{[]string{"run", "--http-transport", "http2"}, "http-transport"},
 	} {
 		r := e.run(c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
@@ -644,6 +645,7 @@ func TestBenchBadFlags(t *testing.T) {
 	}{
 		{[]string{"bench", "--profile-phase", "enqueue", "--cpuprofile", prof}, "profile-phase"},
 		{[]string{"bench", "--max-conns-per-host", "-3"}, "max-conns-per-host"},
+		{[]string{"bench", "--http-transport", "curl", "--cpuprofile", prof}, "http-transport"},
 		{[]string{"bench", "--jobs", "0", "--cpuprofile", prof}, "jobs"},
 	} {
 		r := e.run(c.args...)

@@ -140,15 +140,23 @@ func (m *Main) flags(name, usage string) (*pflag.FlagSet, *string) {
 	return fs, db
 }
 
-// workerFlags are the runner's concurrency flags, shared by run and bench.
-type workerFlags struct{ workers, maxConns *int }
+// workerFlags are the runner's concurrency and client flags, shared by run
+// and bench.
+type workerFlags struct {
+	workers, maxConns *int
+	transport         *string
+}
 
 func addWorkerFlags(fs *pflag.FlagSet, workers int, usage string) workerFlags {
 	return workerFlags{
-		workers:  fs.Int("workers", workers, usage+" (1-10000)"),
-		maxConns: fs.Int("max-conns-per-host", 0, "most connections to one target host; more attempts wait for one (default min(workers, 128); -1 no limit)"),
+		workers:   fs.Int("workers", workers, usage+" (1-10000)"),
+		maxConns:  fs.Int("max-conns-per-host", 0, "most connections to one target host; more attempts wait for one (default min(workers, 128); -1 no limit)"),
+		transport: fs.String("http-transport", "runner", "HTTP client transport: runner (idemrun's own HTTP/1.1 transport) or net/http (Go's standard one)"),
 	}
 }
+
+// netHTTP reports whether --http-transport asks for net/http's Transport.
+func (w workerFlags) netHTTP() bool { return *w.transport == "net/http" }
 
 func (w workerFlags) check() error {
 	if *w.workers < 1 || *w.workers > 10000 {
@@ -156,6 +164,9 @@ func (w workerFlags) check() error {
 	}
 	if *w.maxConns < -1 || *w.maxConns > 10000 {
 		return &api.InvalidError{Field: "max-conns-per-host", Value: fmt.Sprint(*w.maxConns), Accepted: "-1 (no limit), 0 (the default) or an integer up to 10000"}
+	}
+	if t := *w.transport; t != "runner" && t != "net/http" {
+		return &api.InvalidError{Field: "http-transport", Value: t, Accepted: "runner or net/http"}
 	}
 	return nil
 }

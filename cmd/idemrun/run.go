@@ -105,6 +105,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	cfg := runner.Config{
 		Workers:         *wf.workers,
 		MaxConnsPerHost: *wf.maxConns,
+		NetHTTP:         wf.netHTTP(),
 		UntilIdle:       *untilIdle,
 		Logger:          logger,
 		Backoff:         runner.Backoff{Base: *backoffBase, Cap: *backoffCap},

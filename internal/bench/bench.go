@@ -39,6 +39,9 @@ type Config struct {
 	Producers int
 	// MaxConnsPerHost is passed to the runner (0: the runner's default).
 	MaxConnsPerHost int
+	// NetHTTP is passed to the runner: net/http's Transport instead of the
+	// runner's own.
+	NetHTTP bool
 	// Preload fills the store with this many end-state jobs first.
 	Preload int
 	// Dir is where the scratch databases go; a temporary directory when
@@ -71,6 +74,7 @@ type Result struct {
 	Workers             int     `json:"workers"`
 	Producers           int     `json:"producers"`
 	Preload             int     `json:"preload"`
+	HTTPTransport       string  `json:"http_transport"`
 	EnqueueJobsPerS     float64 `json:"enqueue_jobs_per_s"`
 	EnqueueP50Ms        float64 `json:"enqueue_p50_ms"`
 	EnqueueP99Ms        float64 `json:"enqueue_p99_ms"`
@@ -169,7 +173,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Producers: cfg.Producers, Preload: cfg.Preload}
+	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Producers: cfg.Producers, Preload: cfg.Preload, HTTPTransport: "runner"}
+	if cfg.NetHTTP {
+		res.HTTPTransport = "net/http"
+	}
 	var err error
 	rawPath := filepath.Join(dir, "raw-commits.db")
 	if res.RawUpdateCommitsPerS, err = store.RawCommitsPerSecond(rawPath, time.Second); err != nil {
@@ -271,6 +278,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r, err := c.NewRunner(runner.Config{
 		Workers:         cfg.Workers,
 		MaxConnsPerHost: cfg.MaxConnsPerHost,
+		NetHTTP:         cfg.NetHTTP,
 		StartupSpread:   time.Millisecond,
 		OnWrite: func(j *store.Job) {
 			if j.State == store.StateSucceeded && succeeded.Add(1) == int64(cfg.Jobs) {

@@ -1,0 +1,457 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// transport is the runner's HTTP/1.1 round tripper: one request at a time
+// per connection, connections kept per host and reused only after an
+// exchange that ended cleanly, nothing ever sent twice.
+//
+// It exists because net/http's Transport runs two goroutines per
+// connection (a reader and a writer) and hands every request and response
+// between them and the caller; on a small machine that is a third of the
+// CPU an attempt costs (BENCHMARKS.md). Here the attempt's own goroutine
+// writes the request and reads the response. The wire format is net/http's
+// own: Request.Write and ReadResponse. Requests through a proxy go to a
+// net/http Transport.
+//
+// A connection goes back to the idle list only when the response body was
+// read to its end (as framed by Content-Length or chunking), neither side
+// asked to close, and the attempt's context did not fire. Before an idle
+// connection is used again it is checked without blocking: a connection
+// the server closed, or one with unexpected bytes waiting (the server
+// spoke out of turn), is dropped and a new one dialed, so a response is
+// never read from a connection that is out of step.
+type transport struct {
+	dialer      net.Dialer
+	tlsConfig   *tls.Config
+	tlsTimeout  time.Duration
+	maxConns    int // per host, busy or idle; 0 means no limit
+	maxIdle     int // idle connections kept per host
+	idleTimeout time.Duration
+	proxy       func(*http.Request) (*url.URL, error)
+	viaProxy    *http.Transport
+
+	mu        sync.Mutex
+	hosts     map[string]*hostConns
+	lastSweep time.Time
+}
+
+// hostConns is one host's connections.
+type hostConns struct {
+	slots chan struct{} // one per connection in use or being dialed; nil without a limit
+	idle  []*conn       // most recently used last
+}
+
+// conn is one connection.
+type conn struct {
+	raw    net.Conn // the TCP connection
+	c      net.Conn // raw, or the TLS connection over it
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	idleAt time.Time
+}
+
+func (c *conn) close() { _ = c.c.Close() }
+
+func newTransport(maxConnsPerHost, maxIdlePerHost int) *transport {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	return &transport{
+		dialer:      net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
+		tlsConfig:   tlsConfig,
+		tlsTimeout:  10 * time.Second,
+		maxConns:    maxConnsPerHost,
+		maxIdle:     maxIdlePerHost,
+		idleTimeout: 90 * time.Second,
+		proxy:       http.ProxyFromEnvironment,
+		viaProxy: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSClientConfig:     tlsConfig.Clone(),
+			TLSHandshakeTimeout: 10 * time.Second,
+			MaxIdleConnsPerHost: maxIdlePerHost,
+			MaxConnsPerHost:     maxConnsPerHost,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		},
+		hosts: map[string]*hostConns{},
+	}
+}
+
+// RoundTrip sends req once and returns the response; its body must be
+// closed, which frees the connection.
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := checkRequest(req); err != nil {
+		closeReqBody(req)
+		return nil, err
+	}
+	if t.proxy != nil {
+		pu, err := t.proxy(req)
+		if err != nil {
+			closeReqBody(req)
+			return nil, err
+		}
+		if pu != nil {
+			return t.viaProxy.RoundTrip(req)
+		}
+	}
+	ctx := req.Context()
+	key := req.URL.Scheme + "://" + hostPort(req.URL)
+	h := t.host(key)
+	if h.slots != nil {
+		select {
+		case h.slots <- struct{}{}:
+		case <-ctx.Done():
+			closeReqBody(req)
+			return nil, ctx.Err()
+		}
+	}
+	release := func() {
+		if h.slots != nil {
+			<-h.slots
+		}
+	}
+	c, reused, idle, err := t.getConn(ctx, req, h)
+	if err != nil {
+		release()
+		closeReqBody(req)
+		return nil, withCtxErr(ctx, err)
+	}
+	trace := httptrace.ContextClientTrace(ctx)
+	if trace != nil && trace.GotConn != nil {
+		trace.GotConn(httptrace.GotConnInfo{Conn: c.c, Reused: reused, WasIdle: reused, IdleTime: idle})
+	}
+	resp, stop, err := exchange(ctx, req, c, trace)
+	if err != nil {
+		c.close()
+		release()
+		return nil, err
+	}
+	b := &body{t: t, h: h, c: c, rc: resp.Body, stop: stop, release: release,
+		reusable: !resp.Close && !req.Close}
+	if resp.Body == http.NoBody {
+		b.eof.Store(true)
+	}
+	resp.Body = b
+	return resp, nil
+}
+
+// exchange writes req on c and reads the response head. When the attempt's
+// context ends (its deadline or a cancellation), blocked I/O on the
+// connection is woken by a deadline in the past, after ctx.Err() is set, so
+// the error returned is the context's; stop ends that watch and reports
+// whether it never fired.
+func exchange(ctx context.Context, req *http.Request, c *conn, trace *httptrace.ClientTrace) (*http.Response, func() bool, error) {
+	stop := context.AfterFunc(ctx, func() { _ = c.raw.SetDeadline(aLongTimeAgo) })
+	fail := func(err error) (*http.Response, func() bool, error) {
+		stop()
+		return nil, nil, withCtxErr(ctx, err)
+	}
+	if err := ctx.Err(); err != nil {
+		closeReqBody(req)
+		return fail(err)
+	}
+	err := req.Write(c.bw)
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	if err != nil {
+		return fail(err)
+	}
+	first := true
+	for {
+		if _, err := c.br.Peek(1); err != nil {
+			return fail(err)
+		}
+		if first && trace != nil && trace.GotFirstResponseByte != nil {
+			trace.GotFirstResponseByte()
+		}
+		first = false
+		resp, err := http.ReadResponse(c.br, req)
+		if err != nil {
+			return fail(err)
+		}
+		// 1xx responses other than 101 are interim: the final one follows.
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			continue
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			resp.Close = true // the connection no longer speaks HTTP/1.1
+		}
+		return resp, stop, nil
+	}
+}
+
+// withCtxErr returns err as the context's error when the context has
+// ended (the I/O error it caused kept in the message), so callers see
+// context.Canceled or context.DeadlineExceeded as net/http reports them.
+func withCtxErr(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	if cerr == nil || errors.Is(err, cerr) {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", cerr, err)
+}
+
+// aLongTimeAgo is a deadline in the past: it wakes blocked I/O at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// body is a response body that gives its connection back when it is
+// closed after being read to its end, and closes it otherwise.
+type body struct {
+	t        *transport
+	h        *hostConns
+	c        *conn
+	rc       io.ReadCloser
+	stop     func() bool
+	release  func()
+	reusable bool
+
+	eof    atomic.Bool
+	closed atomic.Bool
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, errors.New("http: read on closed response body")
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.eof.Store(true)
+	}
+	return n, err
+}
+
+// Close frees the connection: back to the idle list after a clean end,
+// closed otherwise (which also wakes a Read blocked on it).
+func (b *body) Close() error {
+	if b.closed.Swap(true) {
+		return nil
+	}
+	untouched := b.stop() // false when the context's watch already fired
+	reuse := b.eof.Load() && b.reusable && untouched && b.c.br.Buffered() == 0
+	if !reuse {
+		b.c.close()
+	}
+	_ = b.rc.Close()
+	if reuse {
+		b.t.putIdle(b.h, b.c)
+	}
+	b.release()
+	return nil
+}
+
+// host returns the connections of key, creating the entry.
+func (t *transport) host(key string) *hostConns {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.hosts[key]
+	if h == nil {
+		h = &hostConns{}
+		if t.maxConns > 0 {
+			h.slots = make(chan struct{}, t.maxConns)
+		}
+		t.hosts[key] = h
+	}
+	return h
+}
+
+// getConn returns a live idle connection to req's host, or dials one.
+func (t *transport) getConn(ctx context.Context, req *http.Request, h *hostConns) (*conn, bool, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, 0, err
+	}
+	for {
+		t.mu.Lock()
+		n := len(h.idle)
+		if n == 0 {
+			t.mu.Unlock()
+			break
+		}
+		c := h.idle[n-1]
+		h.idle[n-1] = nil
+		h.idle = h.idle[:n-1]
+		t.mu.Unlock()
+		idle := time.Since(c.idleAt)
+		if idle <= t.idleTimeout && idleConnAlive(c.raw) {
+			return c, true, idle, nil
+		}
+		c.close()
+	}
+	c, err := t.dial(ctx, req)
+	return c, false, 0, err
+}
+
+// dial opens a connection to req's host, with TLS for https.
+func (t *transport) dial(ctx context.Context, req *http.Request) (*conn, error) {
+	raw, err := t.dialer.DialContext(ctx, "tcp", hostPort(req.URL))
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{raw: raw, c: raw}
+	if req.URL.Scheme == "https" {
+		cfg := t.tlsConfig.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName = req.URL.Hostname()
+		}
+		cfg.NextProtos = []string{"http/1.1"}
+		tc := tls.Client(raw, cfg)
+		hctx, cancel := context.WithTimeout(ctx, t.tlsTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			_ = raw.Close()
+			return nil, err
+		}
+		c.c = tc
+	}
+	c.br = bufio.NewReader(c.c)
+	c.bw = bufio.NewWriter(c.c)
+	return c, nil
+}
+
+// putIdle keeps c for the next request to its host, unless the host
+// already keeps enough; now and then it closes connections idle too long.
+func (t *transport) putIdle(h *hostConns, c *conn) {
+	now := time.Now()
+	c.idleAt = now
+	var stale []*conn
+	t.mu.Lock()
+	if len(h.idle) < t.maxIdle {
+		h.idle = append(h.idle, c)
+		c = nil
+	}
+	if now.Sub(t.lastSweep) > t.idleTimeout {
+		t.lastSweep = now
+		for _, hc := range t.hosts {
+			kept := hc.idle[:0]
+			for _, ic := range hc.idle {
+				if now.Sub(ic.idleAt) > t.idleTimeout {
+					stale = append(stale, ic)
+				} else {
+					kept = append(kept, ic)
+				}
+			}
+			clear(hc.idle[len(kept):])
+			hc.idle = kept
+		}
+	}
+	t.mu.Unlock()
+	if c != nil {
+		c.close()
+	}
+	for _, ic := range stale {
+		ic.close()
+	}
+}
+
+// CloseIdleConnections closes every idle connection.
+func (t *transport) CloseIdleConnections() {
+	var idle []*conn
+	t.mu.Lock()
+	for _, h := range t.hosts {
+		idle = append(idle, h.idle...)
+		clear(h.idle)
+		h.idle = h.idle[:0]
+	}
+	t.mu.Unlock()
+	for _, c := range idle {
+		c.close()
+	}
+	t.viaProxy.CloseIdleConnections()
+}
+
+// hostPort is u's host with its port, the scheme's default if none.
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+func closeReqBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+// checkRequest refuses, before any connection, what net/http's Transport
+// refuses, with the same messages (the classifier knows them): a missing
+// URL or header map, a scheme other than http and https, no host, a method
+// or header that is not a valid token or value.
+func checkRequest(req *http.Request) error {
+	switch {
+	case req.URL == nil:
+		return errors.New("http: nil Request.URL")
+	case req.Header == nil:
+		return errors.New("http: nil Request.Header")
+	case req.URL.Scheme != "http" && req.URL.Scheme != "https":
+		return fmt.Errorf("unsupported protocol scheme %q", req.URL.Scheme)
+	case req.URL.Host == "":
+		return errors.New("http: no Host in request URL")
+	case req.Method != "" && !isToken(req.Method):
+		return fmt.Errorf("net/http: invalid method %q", req.Method)
+	}
+	for k, vs := range req.Header {
+		if !isToken(k) {
+			return fmt.Errorf("net/http: invalid header field name %q", k)
+		}
+		for _, v := range vs {
+			if !validHeaderValue(v) {
+				// The value is not echoed: it may be a secret.
+				return fmt.Errorf("net/http: invalid header field value for %q", k)
+			}
+		}
+	}
+	return nil
+}
+
+// isToken reports whether s is an RFC 9110 token.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !tokenChar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func tokenChar(b byte) bool {
+	switch {
+	case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
+}
+
+// validHeaderValue reports whether v holds no control characters other
+// than horizontal tab (RFC 9110 field-value, obs-text allowed).
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; (b < ' ' && b != '\t') || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,332 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingServer is an httptest server that counts the connections it
+// accepted and the requests it read.
+type countingServer struct {
+	*httptest.Server
+	conns, reqs atomic.Int64
+}
+
+func newCountingServer(t *testing.T, h http.HandlerFunc, configure ...func(*http.Server)) *countingServer {
+	t.Helper()
+	cs := &countingServer{}
+	cs.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cs.reqs.Add(1)
+		h(w, r)
+	}))
+	cs.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			cs.conns.Add(1)
+		}
+	}
+	for _, f := range configure {
+		f(cs.Config)
+	}
+	cs.Start()
+	t.Cleanup(cs.Close)
+	return cs
+}
+
+// roundTrip sends one POST through tr and returns status and body.
+func roundTrip(t *testing.T, tr *transport, ctx context.Context, target string) (int, string, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(`{"a":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := clientWith(tr).Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// Sequential requests to one host share one connection.
+func TestTransportReusesConnections(t *testing.T) {
+	t.Parallel()
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"p_1"}`)
+	})
+	tr := newTransport(4, 4)
+	t.Cleanup(tr.CloseIdleConnections)
+	for i := range 20 {
+		if code, body, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 || body != `{"id":"p_1"}` {
+			t.Fatalf("request %d: %d %q %v; want 201 with the body", i, code, body, err)
+		}
+	}
+	if c, r := srv.conns.Load(), srv.reqs.Load(); c != 1 || r != 20 {
+		t.Errorf("server saw %d connections, %d requests; want 1 and 20", c, r)
+	}
+}
+
+// A connection the server closed while it sat idle is noticed before use:
+// the next request goes out once, on a new connection, and succeeds.
+func TestTransportSkipsConnectionsClosedWhileIdle(t *testing.T) {
+	t.Parallel()
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+	}, func(s *http.Server) {
+		s.IdleTimeout = 20 * time.Millisecond // the server drops idle connections
+	})
+	tr := newTransport(4, 4)
+	t.Cleanup(tr.CloseIdleConnections)
+	for i := range 3 {
+		if code, _, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 {
+			t.Fatalf("request %d: %d %v; want 201", i, code, err)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	if c, r := srv.conns.Load(), srv.reqs.Load(); c != 3 || r != 3 {
+		t.Errorf("server saw %d connections, %d requests; want 3 and 3", c, r)
+	}
+}
+
+// A server that speaks out of turn (an unsolicited response after the real
+// one) leaves bytes on the idle connection: the connection is dropped, so
+// the next request never reads them as its answer.
+func TestTransportDropsConnectionsOutOfStep(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var conns, reqs atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n := conns.Add(1)
+			go func(c net.Conn, n int64) {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					reqs.Add(1)
+					body := "conn-" + string(rune('0'+n))
+					_, _ = io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Length: "+string(rune('0'+len(body)))+"\r\n\r\n"+body)
+					// Then, unasked, a stray response on the same connection.
+					_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
+				}
+			}(c, n)
+		}
+	}()
+	tr := newTransport(4, 4)
+	t.Cleanup(tr.CloseIdleConnections)
+	target := "http://" + ln.Addr().String() + "/pay"
+	for i := range 3 {
+		code, body, err := roundTrip(t, tr, context.Background(), target)
+		if err != nil || code != 201 || body != "conn-"+string(rune('1'+i)) {
+			t.Fatalf("request %d: %d %q %v; want 201 from a fresh connection conn-%d", i, code, body, err, i+1)
+		}
+		time.Sleep(20 * time.Millisecond) // let the stray bytes arrive
+	}
+	if c, r := conns.Load(), reqs.Load(); c != 3 || r != 3 {
+		t.Errorf("server saw %d connections, %d requests; want 3 and 3", c, r)
+	}
+}
+
+// A body closed before its end takes its connection with it; the next
+// request dials anew.
+func TestTransportClosesConnectionOfUnreadBody(t *testing.T) {
+	t.Parallel()
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, strings.Repeat("x", 64<<10))
+	})
+	tr := newTransport(4, 4)
+	t.Cleanup(tr.CloseIdleConnections)
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	resp, err := clientWith(tr).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.ReadFull(resp.Body, make([]byte, 10))
+	resp.Body.Close()
+	if code, _, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 200 {
+		t.Fatalf("second request: %d %v", code, err)
+	}
+	if c := srv.conns.Load(); c != 2 {
+		t.Errorf("server saw %d connections; want 2 (the half-read one not reused)", c)
+	}
+}
+
+// With every connection to a host busy, a request waits; if its context
+// ends first it fails without sending anything.
+func TestTransportSlotWaitEndsWithContext(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		<-release
+	})
+	t.Cleanup(func() { close(release) })
+	tr := newTransport(1, 1)
+	t.Cleanup(tr.CloseIdleConnections)
+	go func() { _, _, _ = roundTrip(t, tr, context.Background(), srv.URL) }()
+	for srv.reqs.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	var p Progress
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { p.GotConn = true }})
+	_, _, err := roundTrip(t, tr, ctx, srv.URL)
+	if !errors.Is(err, context.DeadlineExceeded) || p.GotConn {
+		t.Fatalf("request over the cap: err %v, got a connection %v; want DeadlineExceeded before any connection", err, p.GotConn)
+	}
+	if v := ClassifyError(err, p, false, ClassifyRules{}); v.Class != ClassNoEffect {
+		t.Errorf("classified %+v; want no_effect (nothing sent)", v)
+	}
+	if r, c := srv.reqs.Load(), srv.conns.Load(); r != 1 || c != 1 {
+		t.Errorf("server saw %d requests on %d connections; want 1 and 1", r, c)
+	}
+}
+
+// Interim 1xx responses are skipped; the final response is returned.
+func TestTransportSkipsInterimResponses(t *testing.T) {
+	t.Parallel()
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, "done")
+	})
+	tr := newTransport(4, 4)
+	t.Cleanup(tr.CloseIdleConnections)
+	for range 2 {
+		if code, body, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 || body != "done" {
+			t.Fatalf("got %d %q %v; want 201 done", code, body, err)
+		}
+	}
+	if c := srv.conns.Load(); c != 1 {
+		t.Errorf("server saw %d connections; want 1", c)
+	}
+}
+
+// "Connection: close" from the server ends the connection after its
+// response; nothing is reused.
+func TestTransportHonorsConnectionClose(t *testing.T) {
+	t.Parallel()
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusCreated)
+	})
+	tr := newTransport(4, 4)
+	t.Cleanup(tr.CloseIdleConnections)
+	for range 3 {
+		if code, _, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 {
+			t.Fatalf("got %d %v; want 201", code, err)
+		}
+	}
+	if c := srv.conns.Load(); c != 3 {
+		t.Errorf("server saw %d connections; want 3", c)
+	}
+}
+
+// The trace hooks the classifier relies on fire in order, with Reused on
+// a kept connection.
+func TestTransportTraceHooks(t *testing.T) {
+	t.Parallel()
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) })
+	tr := newTransport(4, 4)
+	t.Cleanup(tr.CloseIdleConnections)
+	for i, wantReused := range []bool{false, true} {
+		var events []string
+		reused := false
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+			GotConn:              func(info httptrace.GotConnInfo) { events = append(events, "conn"); reused = info.Reused },
+			WroteHeaders:         func() { events = append(events, "headers") },
+			WroteRequest:         func(httptrace.WroteRequestInfo) { events = append(events, "request") },
+			GotFirstResponseByte: func() { events = append(events, "first byte") },
+		})
+		if code, _, err := roundTrip(t, tr, ctx, srv.URL); err != nil || code != 201 {
+			t.Fatalf("request %d: %d %v", i, code, err)
+		}
+		if got := strings.Join(events, ","); got != "conn,headers,request,first byte" || reused != wantReused {
+			t.Errorf("request %d: hooks %s, reused %v; want conn,headers,request,first byte and reused %v", i, got, reused, wantReused)
+		}
+	}
+}
+
+// What net/http refuses before connecting is refused here too, with its
+// message, and no connection is made: a header value carrying CR LF can
+// never smuggle a second request.
+func TestTransportRefusesBadRequests(t *testing.T) {
+	t.Parallel()
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {})
+	tr := newTransport(4, 4)
+	t.Cleanup(tr.CloseIdleConnections)
+	cases := map[string]func(r *http.Request){
+		"invalid header field value": func(r *http.Request) {
+			r.Header["X-Note"] = []string{"a\r\nPOST /evil HTTP/1.1"}
+		},
+		"invalid header field name": func(r *http.Request) { r.Header["Bad Name"] = []string{"x"} },
+		"invalid method":            func(r *http.Request) { r.Method = "BAD METHOD" },
+		"unsupported protocol scheme": func(r *http.Request) {
+			r.URL = &url.URL{Scheme: "ftp", Host: r.URL.Host, Path: "/"}
+		},
+		"no Host in request URL": func(r *http.Request) { r.URL = &url.URL{Scheme: "http", Path: "/"} },
+	}
+	for want, mod := range cases {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("x"))
+		mod(req)
+		resp, err := tr.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+			t.Errorf("%s: no error", want)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q; want it to contain %q", err, want)
+		}
+	}
+	if c := srv.conns.Load(); c != 0 {
+		t.Errorf("server saw %d connections; want none", c)
+	}
+}
+
+// Requests that go through a proxy use net/http's Transport.
+func TestTransportUsesProxy(t *testing.T) {
+	t.Parallel()
+	var sawAbsolute atomic.Bool
+	proxy := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		sawAbsolute.Store(r.URL.IsAbs() && r.URL.Host == "target.invalid")
+		w.WriteHeader(http.StatusAccepted)
+	})
+	pu, _ := url.Parse(proxy.URL)
+	tr := newTransport(4, 4)
+	tr.proxy = http.ProxyURL(pu)
+	tr.viaProxy.Proxy = http.ProxyURL(pu)
+	t.Cleanup(tr.CloseIdleConnections)
+	if code, _, err := roundTrip(t, tr, context.Background(), "http://target.invalid/pay"); err != nil || code != http.StatusAccepted {
+		t.Fatalf("through the proxy: %d %v; want 202 from the proxy", code, err)
+	}
+	if !sawAbsolute.Load() {
+		t.Error("the proxy did not receive the request in proxy form")
+	}
+}
