@@ -23,10 +23,13 @@
 // swap on the stored record, so a round and a chained claim never take the
 // same job. Once Run is stopping, outcome writes claim nothing more.
 //
-// Go's http.Transport resends a request on a reused connection by itself when
-// it thinks the request is replayable, and it counts a request carrying an
-// Idempotency-Key header as replayable. The runner builds every request with
-// a body that cannot be rewound (no GetBody), so the transport never resends
-// it: each send is exactly one attempt in the store. Redirects are not
-// followed.
+// Attempts go out through the runner's own HTTP/1.1 transport (transport.go),
+// which sends each request once and never again: it has no retry path. Go's
+// http.Transport (used for proxied requests, or for all with
+// Config.NetHTTP) resends a request on a reused connection by itself when it
+// thinks the request is replayable, and it counts a request carrying an
+// Idempotency-Key header as replayable; the runner builds every request with
+// a body that cannot be rewound (no GetBody), so that transport never
+// resends it either: each send is exactly one attempt in the store.
+// Redirects are not followed.
 package runner

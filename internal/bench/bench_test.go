@@ -51,49 +51,59 @@ func TestRunSmall(t *testing.T) {
 }
 
 // BenchmarkLoopbackPOST is the HTTP part of a worked job alone: the bench's
-// target and the runner's default client (its connection cap included),
-// the same POST, no store. Its ops/s is the ceiling of worked jobs/s on the
-// machine. Run with -cpu 2 and a parallelism that gives 100 or 500
-// goroutines:
+// target and the runner's client (its connection cap included), the same
+// POST, no store, with the runner's own transport and with net/http's. Its
+// ops/s is the ceiling of worked jobs/s on the machine. Run with -cpu 2 and
+// a parallelism that gives 100 or 500 goroutines:
 //
 //	go test -run '^$' -bench LoopbackPOST -cpu 2 ./internal/bench/
 func BenchmarkLoopbackPOST(b *testing.B) {
-	for _, senders := range []int{100, 500} {
-		b.Run(fmt.Sprintf("senders=%d", senders), func(b *testing.B) {
-			tgt, err := startTarget()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer tgt.srv.Close()
-			client := runner.NewHTTPClient(min(senders, runner.DefaultMaxConnsPerHost))
-			defer client.CloseIdleConnections()
-			body := []byte(`{"amount":1000,"currency":"EUR"}`)
-			b.SetParallelism(max(1, senders/runtime.GOMAXPROCS(0)))
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					req, err := http.NewRequest(http.MethodPost, tgt.url+"/payments", io.NopCloser(bytes.NewReader(body)))
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					req.ContentLength = int64(len(body))
-					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set("Idempotency-Key", "bench-1")
-					resp, err := client.Do(req)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusCreated {
-						b.Errorf("status %d, want 201", resp.StatusCode)
-						return
-					}
-				}
+	clients := []struct {
+		name string
+		new  func(int) *http.Client
+	}{{"runner", runner.NewHTTPClient}, {"net/http", runner.NewNetHTTPClient}}
+	for _, cl := range clients {
+		for _, senders := range []int{100, 500} {
+			b.Run(fmt.Sprintf("transport=%s/senders=%d", cl.name, senders), func(b *testing.B) {
+				benchLoopbackPOST(b, cl.new, senders)
 			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
-		})
+		}
 	}
+}
+
+func benchLoopbackPOST(b *testing.B, newClient func(int) *http.Client, senders int) {
+	tgt, err := startTarget()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tgt.srv.Close()
+	client := newClient(min(senders, runner.DefaultMaxConnsPerHost))
+	defer client.CloseIdleConnections()
+	body := []byte(`{"amount":1000,"currency":"EUR"}`)
+	b.SetParallelism(max(1, senders/runtime.GOMAXPROCS(0)))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, err := http.NewRequest(http.MethodPost, tgt.url+"/payments", io.NopCloser(bytes.NewReader(body)))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			req.ContentLength = int64(len(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", "bench-1")
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				b.Errorf("status %d, want 201", resp.StatusCode)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 }
