@@ -330,3 +330,76 @@ func TestTransportUsesProxy(t *testing.T) {
 		t.Error("the proxy did not receive the request in proxy form")
 	}
 }
+
+// HTTPS goes through crypto/tls with the server's name checked, HTTP/1.1
+// only, and the connection is kept across requests.
+func TestTransportHTTPS(t *testing.T) {
+	t.Parallel()
+	var conns, reqs atomic.Int64
+	var proto atomic.Value
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reqs.Add(1)
+		proto.Store(r.Proto)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, "tls ok")
+	}))
+	srv.EnableHTTP2 = true // offered by the server; the transport must still speak HTTP/1.1
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	tr := newTransport(4, 4)
+	tr.tlsConfig.RootCAs = srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	t.Cleanup(tr.CloseIdleConnections)
+	for i := range 3 {
+		if code, body, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 || body != "tls ok" {
+			t.Fatalf("request %d: %d %q %v; want 201 tls ok", i, code, body, err)
+		}
+	}
+	if c, r := conns.Load(), reqs.Load(); c != 1 || r != 3 {
+		t.Errorf("server saw %d connections, %d requests; want 1 and 3", c, r)
+	}
+	if p, _ := proto.Load().(string); p != "HTTP/1.1" {
+		t.Errorf("request protocol %q; want HTTP/1.1", p)
+	}
+	// Without the test CA the certificate is refused before anything is sent.
+	plain := newTransport(4, 4)
+	t.Cleanup(plain.CloseIdleConnections)
+	before := reqs.Load()
+	if _, _, err := roundTrip(t, plain, context.Background(), srv.URL); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("unknown CA: err %v; want a certificate error", err)
+	}
+	if reqs.Load() != before {
+		t.Error("a request reached the server over an unverified connection")
+	}
+}
+
+// Responses without a body (204, HEAD) leave the connection reusable.
+func TestTransportReusesAfterEmptyResponses(t *testing.T) {
+	t.Parallel()
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "5")
+		if r.Method == http.MethodHead {
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	tr := newTransport(4, 4)
+	t.Cleanup(tr.CloseIdleConnections)
+	client := clientWith(tr)
+	for _, m := range []string{http.MethodHead, http.MethodPost, http.MethodHead, http.MethodPost} {
+		req, _ := http.NewRequest(m, srv.URL, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if c, r := srv.conns.Load(), srv.reqs.Load(); c != 1 || r != 4 {
+		t.Errorf("server saw %d connections, %d requests; want 1 and 4", c, r)
+	}
+}
