@@ -237,6 +237,7 @@ func classifyPermanent(err error, text string) (string, bool) {
 		"invalid trailer field",
 		"invalid HTTP header",
 		"invalid method",
+		"invalid Host header",
 		"no Host in request URL",
 		"nil Request.URL",
 		"nil Request.Header",

@@ -471,6 +471,13 @@ func testClassifyErrorRealTransport(t *testing.T, name string, plain func() roun
 			req.Method = "BAD METHOD"
 			return classifyTestDo(t, plain(), req)
 		}, false, ClassPermanent, "invalid method"},
+		{"invalid Host header through a proxy", func(t *testing.T) (Progress, error) {
+			// Sent directly, net/http blanks an invalid Host; to a proxy it
+			// refuses the request.
+			req := classifyTestRequest(t, bg, "http://target.invalid/pay")
+			req.Host = "bad\nhost"
+			return classifyTestDo(t, proxied(proxyURL), req)
+		}, false, ClassPermanent, "invalid Host header"},
 		{"no host", func(t *testing.T) (Progress, error) {
 			return classifyTestDo(t, plain(), classifyTestRequest(t, bg, "http:///pay"))
 		}, false, ClassPermanent, "no Host in request URL"},

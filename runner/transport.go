@@ -61,12 +61,59 @@ type hostConns struct {
 type conn struct {
 	raw    net.Conn // the TCP connection
 	c      net.Conn // raw, or the TLS connection over it
-	br     *bufio.Reader
+	in     budgetReader
+	br     *bufio.Reader // reads c through in
 	bw     *bufio.Writer
 	idleAt time.Time
 }
 
 func (c *conn) close() { _ = c.c.Close() }
+
+// quiet reports whether nothing is waiting to be read above the socket:
+// TLS reads records ahead into its own buffer, where a peek at the socket
+// does not see them. A read with a deadline already past returns at once
+// with a timeout when there is nothing, which leaves the connection
+// usable; anything else (bytes, EOF, an alert) means it is out of step.
+func (c *conn) quiet() bool {
+	if c.c == c.raw {
+		return true // plain TCP: the socket peek saw everything, and br is empty
+	}
+	if c.raw.SetReadDeadline(aLongTimeAgo) != nil {
+		return false
+	}
+	_, err := c.br.Peek(1)
+	if c.raw.SetReadDeadline(time.Time{}) != nil {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// maxHeaderBytes caps a response head, interim responses included, as
+// net/http's Transport does by default.
+const maxHeaderBytes = 10 << 20
+
+var errHeaderTooLarge = errors.New("runner: server response headers exceeded 10 MiB")
+
+// budgetReader reads from r at most n more bytes (no limit when n < 0).
+type budgetReader struct {
+	r io.Reader
+	n int64
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.n == 0 {
+		return 0, errHeaderTooLarge
+	}
+	if b.n > 0 && int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.r.Read(p)
+	if b.n > 0 {
+		b.n -= int64(n)
+	}
+	return n, err
+}
 
 func newTransport(maxConnsPerHost, maxIdlePerHost int) *transport {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -81,7 +128,7 @@ func newTransport(maxConnsPerHost, maxIdlePerHost int) *transport {
 		viaProxy: &http.Transport{
 			Proxy:               http.ProxyFromEnvironment,
 			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			TLSClientConfig:     tlsConfig.Clone(),
+			TLSClientConfig:     tlsConfig,
 			TLSHandshakeTimeout: 10 * time.Second,
 			MaxIdleConnsPerHost: maxIdlePerHost,
 			MaxConnsPerHost:     maxConnsPerHost,
@@ -131,6 +178,14 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeReqBody(req)
 		return nil, withCtxErr(ctx, err)
 	}
+	if err := ctx.Err(); err != nil {
+		// Ended while the connection was being made: nothing was sent,
+		// and the connection is as good as before.
+		t.putIdle(h, c)
+		release()
+		closeReqBody(req)
+		return nil, err
+	}
 	trace := httptrace.ContextClientTrace(ctx)
 	if trace != nil && trace.GotConn != nil {
 		trace.GotConn(httptrace.GotConnInfo{Conn: c.c, Reused: reused, WasIdle: reused, IdleTime: idle})
@@ -141,8 +196,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		release()
 		return nil, err
 	}
-	b := &body{t: t, h: h, c: c, rc: resp.Body, stop: stop, release: release,
+	b := &body{t: t, h: h, c: c, rc: resp.Body, stop: stop, release: release, ctx: ctx,
 		reusable: !resp.Close && !req.Close}
+	if tc, ok := c.c.(*tls.Conn); ok {
+		st := tc.ConnectionState()
+		resp.TLS = &st
+	}
 	if resp.Body == http.NoBody {
 		b.eof.Store(true)
 	}
@@ -170,12 +229,33 @@ func exchange(ctx context.Context, req *http.Request, c *conn, trace *httptrace.
 		err = c.bw.Flush()
 	}
 	if err != nil {
+		// A server may answer before it has read the whole request (a 413
+		// for a body it will not take) and close: its answer is the
+		// attempt's outcome, not the broken pipe.
+		if ctx.Err() == nil {
+			if resp, rerr := readFinal(c, req, trace); rerr == nil {
+				resp.Close = true
+				return resp, stop, nil
+			}
+		}
 		return fail(err)
 	}
+	resp, err := readFinal(c, req, trace)
+	if err != nil {
+		return fail(err)
+	}
+	return resp, stop, nil
+}
+
+// readFinal reads the response head to req, skipping interim 1xx
+// responses, within maxHeaderBytes.
+func readFinal(c *conn, req *http.Request, trace *httptrace.ClientTrace) (*http.Response, error) {
+	c.in.n = maxHeaderBytes - int64(c.br.Buffered())
+	defer func() { c.in.n = -1 }()
 	first := true
 	for {
 		if _, err := c.br.Peek(1); err != nil {
-			return fail(err)
+			return nil, err
 		}
 		if first && trace != nil && trace.GotFirstResponseByte != nil {
 			trace.GotFirstResponseByte()
@@ -183,7 +263,7 @@ func exchange(ctx context.Context, req *http.Request, c *conn, trace *httptrace.
 		first = false
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		// 1xx responses other than 101 are interim: the final one follows.
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
@@ -192,7 +272,7 @@ func exchange(ctx context.Context, req *http.Request, c *conn, trace *httptrace.
 		if resp.StatusCode == http.StatusSwitchingProtocols {
 			resp.Close = true // the connection no longer speaks HTTP/1.1
 		}
-		return resp, stop, nil
+		return resp, nil
 	}
 }
 
@@ -219,6 +299,7 @@ type body struct {
 	rc       io.ReadCloser
 	stop     func() bool
 	release  func()
+	ctx      context.Context
 	reusable bool
 
 	eof    atomic.Bool
@@ -232,6 +313,8 @@ func (b *body) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err == io.EOF {
 		b.eof.Store(true)
+	} else if err != nil {
+		err = withCtxErr(b.ctx, err)
 	}
 	return n, err
 }
@@ -287,7 +370,7 @@ func (t *transport) getConn(ctx context.Context, req *http.Request, h *hostConns
 		h.idle = h.idle[:n-1]
 		t.mu.Unlock()
 		idle := time.Since(c.idleAt)
-		if idle <= t.idleTimeout && idleConnAlive(c.raw) {
+		if idle <= t.idleTimeout && idleConnAlive(c.raw) && c.quiet() {
 			return c, true, idle, nil
 		}
 		c.close()
@@ -319,7 +402,8 @@ func (t *transport) dial(ctx context.Context, req *http.Request) (*conn, error) 
 		}
 		c.c = tc
 	}
-	c.br = bufio.NewReader(c.c)
+	c.in = budgetReader{r: c.c, n: -1}
+	c.br = bufio.NewReader(&c.in)
 	c.bw = bufio.NewWriter(c.c)
 	return c, nil
 }

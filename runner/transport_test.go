@@ -2,8 +2,11 @@ package runner
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -101,17 +104,13 @@ func TestTransportSkipsConnectionsClosedWhileIdle(t *testing.T) {
 	}
 }
 
-// A server that speaks out of turn (an unsolicited response after the real
-// one) leaves bytes on the idle connection: the connection is dropped, so
-// the next request never reads them as its answer.
-func TestTransportDropsConnectionsOutOfStep(t *testing.T) {
-	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+// strayServer serves on ln: every request gets a 201 whose body names its
+// connection ("conn-N"), followed, unasked, by a stray 408 response on the
+// same connection.
+func strayServer(t *testing.T, ln net.Listener) (conns, reqs *atomic.Int64) {
+	t.Helper()
 	t.Cleanup(func() { ln.Close() })
-	var conns, reqs atomic.Int64
+	conns, reqs = new(atomic.Int64), new(atomic.Int64)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -129,26 +128,125 @@ func TestTransportDropsConnectionsOutOfStep(t *testing.T) {
 					}
 					_, _ = io.Copy(io.Discard, req.Body)
 					reqs.Add(1)
-					body := "conn-" + string(rune('0'+n))
-					_, _ = io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Length: "+string(rune('0'+len(body)))+"\r\n\r\n"+body)
-					// Then, unasked, a stray response on the same connection.
-					_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
+					_, _ = fmt.Fprintf(c, "HTTP/1.1 201 Created\r\nContent-Length: 6\r\n\r\nconn-%d", n)
+					_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 5\r\n\r\nSTRAY")
 				}
 			}(c, n)
 		}
 	}()
-	tr := newTransport(4, 4)
+	return conns, reqs
+}
+
+// testOutOfStep sends 3 requests through tr to target on a strayServer and
+// wants each answered by a fresh connection, never by the stray response.
+func testOutOfStep(t *testing.T, tr *transport, target string, conns, reqs *atomic.Int64) {
+	t.Helper()
 	t.Cleanup(tr.CloseIdleConnections)
-	target := "http://" + ln.Addr().String() + "/pay"
 	for i := range 3 {
-		code, body, err := roundTrip(t, tr, context.Background(), target)
-		if err != nil || code != 201 || body != "conn-"+string(rune('1'+i)) {
-			t.Fatalf("request %d: %d %q %v; want 201 from a fresh connection conn-%d", i, code, body, err, i+1)
+		// A slow reader: the real answer and the stray one arrive together.
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+			WroteRequest: func(httptrace.WroteRequestInfo) { time.Sleep(30 * time.Millisecond) },
+		})
+		code, body, err := roundTrip(t, tr, ctx, target)
+		if want := fmt.Sprintf("conn-%d", i+1); err != nil || code != 201 || body != want {
+			t.Fatalf("request %d: %d %q %v; want 201 %s from a fresh connection", i, code, body, err, want)
 		}
 		time.Sleep(20 * time.Millisecond) // let the stray bytes arrive
 	}
 	if c, r := conns.Load(), reqs.Load(); c != 3 || r != 3 {
 		t.Errorf("server saw %d connections, %d requests; want 3 and 3", c, r)
+	}
+}
+
+// A server that speaks out of turn (an unsolicited response after the real
+// one) leaves bytes on the idle connection: the connection is dropped, so
+// the next request never reads them as its answer.
+func TestTransportDropsConnectionsOutOfStep(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns, reqs := strayServer(t, ln)
+	testOutOfStep(t, newTransport(4, 4), "http://"+ln.Addr().String()+"/pay", conns, reqs)
+}
+
+// Over TLS the stray bytes may already sit in the TLS layer's read-ahead
+// buffer, out of sight of a peek at the socket: they are found there too.
+func TestTransportDropsTLSConnectionsOutOfStep(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewTLSServer(http.NotFoundHandler()) // for its certificate and CA
+	cert := ts.TLS.Certificates[0]
+	pool := ts.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	ts.Close()
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns, reqs := strayServer(t, ln)
+	tr := newTransport(4, 4)
+	tr.tlsConfig.RootCAs = pool
+	tr.tlsConfig.ServerName = "example.com" // the test certificate's name
+	testOutOfStep(t, tr, "https://"+ln.Addr().String()+"/pay", conns, reqs)
+}
+
+// A server that answers before reading the whole request and closes (a
+// 413 for a body too large) gives the attempt its answer, not the broken
+// pipe of the unfinished upload.
+func TestTransportEarlyAnswer(t *testing.T) {
+	t.Parallel()
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+	})
+	tr := newTransport(2, 2)
+	t.Cleanup(tr.CloseIdleConnections)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, io.NopCloser(bytes.NewReader(make([]byte, 32<<20))))
+	req.ContentLength = 32 << 20
+	resp, err := clientWith(tr).Do(req)
+	if err != nil {
+		t.Fatalf("got %v; want the server's 413", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("status %d; want 413", resp.StatusCode)
+	}
+}
+
+// A response head larger than 10 MiB is refused, not read without end.
+func TestTransportCapsResponseHeaders(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		line := "X-Filler: " + strings.Repeat("a", 1<<16) + "\r\n"
+		for range 11 << 20 / len(line) {
+			if _, err := io.WriteString(c, line); err != nil {
+				return
+			}
+		}
+	}()
+	tr := newTransport(2, 2)
+	t.Cleanup(tr.CloseIdleConnections)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _, err = roundTrip(t, tr, ctx, "http://"+ln.Addr().String()+"/")
+	if !errors.Is(err, errHeaderTooLarge) {
+		t.Errorf("got %v; want errHeaderTooLarge", err)
 	}
 }
 
