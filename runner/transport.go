@@ -46,15 +46,17 @@ type transport struct {
 	proxy       func(*http.Request) (*url.URL, error)
 	viaProxy    *http.Transport
 
-	mu        sync.Mutex
-	hosts     map[string]*hostConns
-	lastSweep time.Time
+	mu    sync.Mutex
+	hosts map[string]*hostConns
+	sweep *time.Timer // armed while connections are idle
 }
 
 // hostConns is one host's connections.
 type hostConns struct {
+	key   string
 	slots chan struct{} // one per connection in use or being dialed; nil without a limit
 	idle  []*conn       // most recently used last
+	users int           // round trips holding this entry (under transport.mu)
 }
 
 // conn is one connection.
@@ -157,12 +159,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	ctx := req.Context()
-	key := req.URL.Scheme + "://" + hostPort(req.URL)
-	h := t.host(key)
+	h := t.host(req.URL.Scheme + "://" + hostPort(req.URL))
 	if h.slots != nil {
 		select {
 		case h.slots <- struct{}{}:
 		case <-ctx.Done():
+			t.leave(h)
 			closeReqBody(req)
 			return nil, ctx.Err()
 		}
@@ -171,6 +173,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if h.slots != nil {
 			<-h.slots
 		}
+		t.leave(h)
 	}
 	c, reused, idle, err := t.getConn(ctx, req, h)
 	if err != nil {
@@ -338,19 +341,32 @@ func (b *body) Close() error {
 	return nil
 }
 
-// host returns the connections of key, creating the entry.
+// host returns the connections of key, creating the entry, and counts the
+// caller as its user until leave.
 func (t *transport) host(key string) *hostConns {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h := t.hosts[key]
 	if h == nil {
-		h = &hostConns{}
+		h = &hostConns{key: key}
 		if t.maxConns > 0 {
 			h.slots = make(chan struct{}, t.maxConns)
 		}
 		t.hosts[key] = h
 	}
+	h.users++
 	return h
+}
+
+// leave ends a round trip's use of h. An entry with no users and no idle
+// connections is dropped, so the map does not keep every host ever seen.
+func (t *transport) leave(h *hostConns) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h.users--
+	if h.users == 0 && len(h.idle) == 0 {
+		delete(t.hosts, h.key)
+	}
 }
 
 // getConn returns a live idle connection to req's host, or dials one.
@@ -409,37 +425,56 @@ func (t *transport) dial(ctx context.Context, req *http.Request) (*conn, error) 
 }
 
 // putIdle keeps c for the next request to its host, unless the host
-// already keeps enough; now and then it closes connections idle too long.
+// already keeps enough. Idle connections are closed after idleTimeout by
+// a sweep that runs while any are kept (as net/http's IdleConnTimeout): a
+// connection the server closed must not sit half-closed forever.
 func (t *transport) putIdle(h *hostConns, c *conn) {
-	now := time.Now()
-	c.idleAt = now
-	var stale []*conn
+	c.idleAt = time.Now()
 	t.mu.Lock()
 	if len(h.idle) < t.maxIdle {
 		h.idle = append(h.idle, c)
 		c = nil
-	}
-	if now.Sub(t.lastSweep) > t.idleTimeout {
-		t.lastSweep = now
-		for _, hc := range t.hosts {
-			kept := hc.idle[:0]
-			for _, ic := range hc.idle {
-				if now.Sub(ic.idleAt) > t.idleTimeout {
-					stale = append(stale, ic)
-				} else {
-					kept = append(kept, ic)
-				}
-			}
-			clear(hc.idle[len(kept):])
-			hc.idle = kept
+		if t.sweep == nil {
+			t.sweep = time.AfterFunc(t.idleTimeout, t.sweepIdle)
 		}
 	}
 	t.mu.Unlock()
 	if c != nil {
 		c.close()
 	}
-	for _, ic := range stale {
-		ic.close()
+}
+
+// sweepIdle closes the connections idle longer than idleTimeout, drops
+// host entries left empty, and runs again while connections are idle.
+func (t *transport) sweepIdle() {
+	now := time.Now()
+	var stale []*conn
+	t.mu.Lock()
+	left := false
+	for key, h := range t.hosts {
+		kept := h.idle[:0]
+		for _, c := range h.idle {
+			if now.Sub(c.idleAt) >= t.idleTimeout {
+				stale = append(stale, c)
+			} else {
+				kept = append(kept, c)
+			}
+		}
+		clear(h.idle[len(kept):])
+		h.idle = kept
+		if len(kept) > 0 {
+			left = true
+		} else if h.users == 0 {
+			delete(t.hosts, key)
+		}
+	}
+	t.sweep = nil
+	if left {
+		t.sweep = time.AfterFunc(t.idleTimeout/2, t.sweepIdle)
+	}
+	t.mu.Unlock()
+	for _, c := range stale {
+		c.close()
 	}
 }
 
@@ -447,10 +482,17 @@ func (t *transport) putIdle(h *hostConns, c *conn) {
 func (t *transport) CloseIdleConnections() {
 	var idle []*conn
 	t.mu.Lock()
-	for _, h := range t.hosts {
+	for key, h := range t.hosts {
 		idle = append(idle, h.idle...)
 		clear(h.idle)
 		h.idle = h.idle[:0]
+		if h.users == 0 {
+			delete(t.hosts, key)
+		}
+	}
+	if t.sweep != nil {
+		t.sweep.Stop()
+		t.sweep = nil
 	}
 	t.mu.Unlock()
 	for _, c := range idle {

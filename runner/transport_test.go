@@ -501,3 +501,38 @@ func TestTransportReusesAfterEmptyResponses(t *testing.T) {
 		t.Errorf("server saw %d connections, %d requests; want 1 and 4", c, r)
 	}
 }
+
+// Connections idle longer than idleTimeout are closed by a sweep even when
+// no more requests come, and the host's entry goes with them.
+func TestTransportClosesIdleConnections(t *testing.T) {
+	t.Parallel()
+	var closed atomic.Int64
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+	}, func(s *http.Server) {
+		s.ConnState = func(_ net.Conn, st http.ConnState) {
+			if st == http.StateClosed {
+				closed.Add(1)
+			}
+		}
+	})
+	tr := newTransport(4, 4)
+	tr.idleTimeout = 50 * time.Millisecond
+	t.Cleanup(tr.CloseIdleConnections)
+	if code, _, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 {
+		t.Fatalf("got %d %v; want 201", code, err)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for closed.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if closed.Load() != 1 {
+		t.Fatal("the idle connection was not closed within 3s of a 50ms idle timeout")
+	}
+	tr.mu.Lock()
+	n := len(tr.hosts)
+	tr.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d host entries left after the sweep; want 0", n)
+	}
+}
