@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"fmt"
-	"github.com/idemrun/idemrun/internal/redact"
 	"net"
 	"net/http"
 	"net/url"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/internal/httpsyntax"
+	"github.com/idemrun/idemrun/internal/redact"
 	"github.com/idemrun/idemrun/statusquery"
 )
 
@@ -108,7 +109,7 @@ func ValidateURL(field, raw string) error {
 
 // ValidateMethod checks an HTTP method token.
 func ValidateMethod(m string) error {
-	if m == "" || len(m) > 32 || !isToken(m) {
+	if m == "" || len(m) > 32 || !httpsyntax.IsToken(m) {
 		return invalid("method", m, "an HTTP method token such as POST, PUT, PATCH, DELETE, GET")
 	}
 	if m == http.MethodConnect || m == http.MethodTrace {
@@ -130,10 +131,10 @@ func ParseHeaderLine(line string) (Header, error) {
 
 func validateHeader(h Header) error {
 	const acc = "'Name: value' with a valid header name (RFC 9110 token) and a value without CR, LF or NUL"
-	if !isToken(h.Name) {
+	if !httpsyntax.IsToken(h.Name) {
 		return invalid("header name", h.Name, acc)
 	}
-	if !validHeaderValue(h.Value) {
+	if !httpsyntax.ValidHeaderValue(h.Value) {
 		return &InvalidError{Field: "header " + h.Name, Value: "(value with CR, LF or control characters)", Accepted: acc}
 	}
 	switch http.CanonicalHeaderKey(h.Name) {
@@ -253,35 +254,6 @@ func (c *Client) validate(req *Request, o *EnqueueOptions) error {
 		}
 	}
 	return nil
-}
-
-// isToken reports whether s is an RFC 9110 token (header names, methods).
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// validHeaderValue allows visible characters, spaces, tabs and obs-text;
-// never CR, LF, NUL or other control characters.
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if (c < 0x20 && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // Validate checks a request and its options the way Enqueue does, without a

@@ -11,10 +11,11 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idemrun/idemrun/internal/httpsyntax"
 )
 
 // transport is the runner's HTTP/1.1 round tripper: one request at a time
@@ -533,51 +534,19 @@ func checkRequest(req *http.Request) error {
 		return fmt.Errorf("unsupported protocol scheme %q", req.URL.Scheme)
 	case req.URL.Host == "":
 		return errors.New("http: no Host in request URL")
-	case req.Method != "" && !isToken(req.Method):
+	case req.Method != "" && !httpsyntax.IsToken(req.Method):
 		return fmt.Errorf("net/http: invalid method %q", req.Method)
 	}
 	for k, vs := range req.Header {
-		if !isToken(k) {
+		if !httpsyntax.IsToken(k) {
 			return fmt.Errorf("net/http: invalid header field name %q", k)
 		}
 		for _, v := range vs {
-			if !validHeaderValue(v) {
+			if !httpsyntax.ValidHeaderValue(v) {
 				// The value is not echoed: it may be a secret.
 				return fmt.Errorf("net/http: invalid header field value for %q", k)
 			}
 		}
 	}
 	return nil
-}
-
-// isToken reports whether s is an RFC 9110 token.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !tokenChar(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func tokenChar(b byte) bool {
-	switch {
-	case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
-}
-
-// validHeaderValue reports whether v holds no control characters other
-// than horizontal tab (RFC 9110 field-value, obs-text allowed).
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if b := v[i]; (b < ' ' && b != '\t') || b == 0x7f {
-			return false
-		}
-	}
-	return true
 }

@@ -3,6 +3,8 @@ package redact
 import (
 	"net/http"
 	"strings"
+
+	"github.com/idemrun/idemrun/internal/httpsyntax"
 )
 
 // Placeholder replaces every hidden value.
@@ -121,25 +123,8 @@ func splitAuth(name, value string) (scheme, credentials string, ok bool) {
 	}
 	scheme, credentials, found := strings.Cut(strings.TrimLeft(value, " \t"), " ")
 	credentials = strings.Trim(credentials, " \t")
-	if !found || credentials == "" || !isToken(scheme) {
+	if !found || credentials == "" || !httpsyntax.IsToken(scheme) {
 		return "", "", false
 	}
 	return scheme, credentials, true
-}
-
-// isToken reports whether s is a non-empty RFC 9110 token.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
