@@ -17,13 +17,14 @@ import (
 type chainCounter struct {
 	*store.DB
 	chained, rounds atomic.Int64
-	// afterStop counts FinishClaimNext calls begun after stopped was set.
+	// afterStop counts chaining FinishClaimNext calls begun after stopped
+	// was set.
 	stopped   atomic.Bool
 	afterStop atomic.Int64
 }
 
-func (c *chainCounter) FinishClaimNext(ctx context.Context, cl store.Claim, fn store.TransitionFunc, next store.NextClaim) (*store.Job, *store.Claim, error) {
-	if c.stopped.Load() {
+func (c *chainCounter) FinishClaimNext(ctx context.Context, cl store.Claim, fn store.TransitionFunc, next *store.NextClaim) (*store.Job, *store.Claim, error) {
+	if c.stopped.Load() && next != nil {
 		c.afterStop.Add(1)
 	}
 	j, nc, err := c.DB.FinishClaimNext(ctx, cl, fn, next)
@@ -136,13 +137,17 @@ func TestNoChainedClaimsAfterStop(t *testing.T) {
 }
 
 // failChain is a store whose chained outcome writes fail as a failed
-// commit does: nothing written, an error returned.
+// commit does: nothing written, an error returned. Outcome writes alone
+// go through.
 type failChain struct {
 	*store.DB
 	calls atomic.Int64
 }
 
-func (f *failChain) FinishClaimNext(context.Context, store.Claim, store.TransitionFunc, store.NextClaim) (*store.Job, *store.Claim, error) {
+func (f *failChain) FinishClaimNext(ctx context.Context, c store.Claim, fn store.TransitionFunc, next *store.NextClaim) (*store.Job, *store.Claim, error) {
+	if next == nil {
+		return f.DB.FinishClaimNext(ctx, c, fn, nil)
+	}
 	f.calls.Add(1)
 	return nil, nil, errDiskFull
 }

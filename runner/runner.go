@@ -17,16 +17,12 @@ import (
 // future shared backend must too.
 type Store interface {
 	ClaimDueSkip(ctx context.Context, s store.State, now time.Time, limit int, skip func(id string) bool, prepare store.ClaimFunc) ([]store.Claim, error)
-	FinishClaim(ctx context.Context, c store.Claim, fn store.TransitionFunc) (*store.Job, error)
+	// FinishClaimNext writes a claim's outcome and, when next is not nil,
+	// claims the next due job in the same commit.
+	FinishClaimNext(ctx context.Context, c store.Claim, fn store.TransitionFunc, next *store.NextClaim) (*store.Job, *store.Claim, error)
 	RecoverRunning(ctx context.Context, now time.Time, fn func(j *store.Job)) (int, error)
 	OldestDue(s store.State) (time.Time, error)
 	Stats() (map[store.State]int64, error)
-}
-
-// chainStore is implemented by stores that can claim a worker's next job in
-// the transaction of its outcome (*store.DB).
-type chainStore interface {
-	FinishClaimNext(ctx context.Context, c store.Claim, fn store.TransitionFunc, next store.NextClaim) (*store.Job, *store.Claim, error)
 }
 
 // writerHint is implemented by stores that size their commit batches by
@@ -617,10 +613,10 @@ func (r *Runner) mayChain() bool {
 // next_run_at moved past the longest a query can take, so a crash
 // mid-query only delays the next one. A chained claim takes pending and
 // unknown jobs by next_run_at alone, a round pending ones first.
-func (r *Runner) claimPlan() store.NextClaim {
+func (r *Runner) claimPlan() *store.NextClaim {
 	now := r.cfg.Now()
 	lease := r.queryTimeout() + r.cfg.QuietPeriod
-	return store.NextClaim{
+	return &store.NextClaim{
 		Now: now,
 		Skip: func(id string) bool {
 			_, taken := r.claiming.Load(id)
@@ -652,34 +648,27 @@ func (r *Runner) shutdown(wg *sync.WaitGroup, cancelWork context.CancelFunc) err
 	return nil
 }
 
-// write is Finish plus logging and the test hook. A fenced write means a
-// newer claim owns the job; it is logged and dropped.
+// write is FinishClaimNext plus logging and the test hook: it writes the
+// outcome of c and, unless Run is stopping, claims the worker's next job
+// into s.next in the same commit. A fenced write means a newer claim owns
+// the job; it is logged and dropped.
 func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 	// Outcome writes must land even during shutdown, so they do not use the
 	// run context. A failed write is tried again with backoff until the
 	// runner stops; then the job stays as claimed (running stays running)
 	// and recovery turns it unknown on the next start.
 	wait := 50 * time.Millisecond
-	chain, _ := r.store.(chainStore)
-	if s == nil || !r.mayChain() {
-		chain = nil
+	var plan *store.NextClaim
+	if r.mayChain() {
+		plan = r.claimPlan()
 	}
 	for {
-		var j *store.Job
-		var err error
-		if chain != nil {
-			// The first try also claims the worker's next job in the same
-			// commit; retries after a failure only write the outcome.
-			var next *store.Claim
-			j, next, err = chain.FinishClaimNext(context.Background(), c, fn, r.claimPlan())
-			chain = nil
-			if err == nil && next != nil {
-				s.next = next
-			}
-		} else {
-			j, err = r.store.FinishClaim(context.Background(), c, fn)
-		}
+		j, next, err := r.store.FinishClaimNext(context.Background(), c, fn, plan)
+		// The first try also claims the worker's next job in the same
+		// commit; retries after a failure only write the outcome.
+		plan = nil
 		if err == nil {
+			s.next = next
 			if r.cfg.OnWrite != nil {
 				r.cfg.OnWrite(j)
 			}

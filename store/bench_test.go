@@ -113,7 +113,7 @@ func BenchmarkFinishClaimNext(b *testing.B) {
 	commits0, _ := db.Counters()
 	b.ResetTimer()
 	for range b.N {
-		_, next, err := db.FinishClaimNext(ctx, c, done, store.NextClaim{Now: now})
+		_, next, err := db.FinishClaimNext(ctx, c, done, &store.NextClaim{Now: now})
 		if err != nil || next == nil {
 			b.Fatalf("FinishClaimNext = %v, %v; want the next job claimed", next, err)
 		}

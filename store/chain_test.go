@@ -11,8 +11,8 @@ import (
 
 // chainPlan is a NextClaim like the runner's: an attempt event for a
 // pending job, a lease for an unknown one.
-func chainPlan(now time.Time, lease time.Duration) store.NextClaim {
-	return store.NextClaim{
+func chainPlan(now time.Time, lease time.Duration) *store.NextClaim {
+	return &store.NextClaim{
 		Now: now,
 		Pending: func(j *store.Job) {
 			j.AddEvent(store.Event{Kind: store.EventAttempt, N: j.Attempts, Start: now})

@@ -474,20 +474,8 @@ func claimed(j *Job, s State, now time.Time, prepare ClaimFunc) ([]byte, error) 
 // commits it only if the stored record is still exactly the one the claim
 // wrote, and refuses with ErrFenced otherwise.
 func (db *DB) FinishClaim(ctx context.Context, c Claim, fn TransitionFunc) (*Job, error) {
-	if c.raw == nil {
-		return db.Finish(ctx, c.Job.ID, c.Fence, fn)
-	}
-	j, id, rec, err := finishRecord(c, fn)
-	if err != nil {
-		return nil, err
-	}
-	err = db.write(func(tx *bolt.Tx) error {
-		return finishIn(db.writeBuckets(tx), c, id, rec)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return j, nil
+	j, _, err := db.FinishClaimNext(ctx, c, fn, nil)
+	return j, err
 }
 
 // finishRecord applies fn to a copy of the claimed job, checks the change
@@ -548,13 +536,14 @@ type NextClaim struct {
 // ClaimDue.
 const nextScan = 64
 
-// FinishClaimNext is FinishClaim plus, in the same transaction, the claim
-// of the due job (pending or unknown) with the earliest next_run_at: a
-// worker's outcome write and its next claim cost one commit wait, not
-// two. The claim is nil when nothing is due, or when the finish was
-// refused (the refusal is returned as FinishClaim does). A returned claim
-// is durable, exactly as one from ClaimDue.
-func (db *DB) FinishClaimNext(ctx context.Context, c Claim, fn TransitionFunc, next NextClaim) (*Job, *Claim, error) {
+// FinishClaimNext is FinishClaim plus, when next is not nil and in the same
+// transaction, the claim of the due job (pending or unknown) with the
+// earliest next_run_at: a worker's outcome write and its next claim cost
+// one commit wait, not two. The claim is nil when next is nil, when
+// nothing is due, or when the finish was refused (the refusal is returned
+// as FinishClaim does). A returned claim is durable, exactly as one from
+// ClaimDue.
+func (db *DB) FinishClaimNext(ctx context.Context, c Claim, fn TransitionFunc, next *NextClaim) (*Job, *Claim, error) {
 	if c.raw == nil {
 		j, err := db.Finish(ctx, c.Job.ID, c.Fence, fn)
 		return j, nil, err
@@ -567,11 +556,11 @@ func (db *DB) FinishClaimNext(ctx context.Context, c Claim, fn TransitionFunc, n
 	err = db.write(func(tx *bolt.Tx) error {
 		nc = nil // the op may run again alone if its batch fails
 		b := db.writeBuckets(tx)
-		if err := finishIn(b, c, id, rec); err != nil {
+		if err := finishIn(b, c, id, rec); err != nil || next == nil {
 			return err
 		}
 		var err error
-		nc, err = claimNextIn(b, next)
+		nc, err = claimNextIn(b, *next)
 		return err
 	})
 	if err != nil {
