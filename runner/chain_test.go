@@ -101,7 +101,7 @@ func TestChainedClaims(t *testing.T) {
 // Once Run is stopping, outcome writes claim nothing more: no job is left
 // claimed (running) that no worker will work.
 func TestNoChainedClaimsAfterStop(t *testing.T) {
-	tg := newConnCounter(t, 2*time.Millisecond)
+	tg := newConnCounter(t, 2*time.Millisecond, 0)
 	db := openStore(t)
 	const jobs = 100
 	enqueueN(t, db, tg.srv.URL, jobs)

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,11 +21,16 @@ type connCounter struct {
 	inFlight, peak atomic.Int64
 	conns          atomic.Int64
 	creates        atomic.Int64
+	crowd          chan struct{} // closed when barrier requests are in progress at once
+	crowdOnce      sync.Once
 }
 
-func newConnCounter(t *testing.T, hold time.Duration) *connCounter {
+// newConnCounter starts a connCounter whose requests each take hold (a slow
+// target) or, with barrier > 0, wait until barrier requests are in progress
+// at once (at most 5 s).
+func newConnCounter(t *testing.T, hold time.Duration, barrier int64) *connCounter {
 	t.Helper()
-	cc := &connCounter{}
+	cc := &connCounter{crowd: make(chan struct{})}
 	cc.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := cc.inFlight.Add(1)
 		defer cc.inFlight.Add(-1)
@@ -34,7 +40,17 @@ func newConnCounter(t *testing.T, hold time.Duration) *connCounter {
 				break
 			}
 		}
-		time.Sleep(hold)
+		if barrier > 0 {
+			if n >= barrier {
+				cc.crowdOnce.Do(func() { close(cc.crowd) })
+			}
+			select {
+			case <-cc.crowd:
+			case <-time.After(5 * time.Second):
+			}
+		} else {
+			time.Sleep(hold)
+		}
 		cc.creates.Add(1)
 		w.WriteHeader(http.StatusCreated)
 	}))
@@ -52,7 +68,7 @@ func newConnCounter(t *testing.T, hold time.Duration) *connCounter {
 // workers beyond it wait for a free one, and every job still ends
 // succeeded, created once.
 func TestMaxConnsPerHostCapsConnectionsAtTheServer(t *testing.T) {
-	cc := newConnCounter(t, 20*time.Millisecond)
+	cc := newConnCounter(t, 20*time.Millisecond, 0)
 	db := openStore(t)
 	const jobs = 60
 	var list []*store.Job
@@ -82,7 +98,9 @@ func TestMaxConnsPerHostCapsConnectionsAtTheServer(t *testing.T) {
 // Without a cap (negative), the same run uses more connections than 3:
 // the control that shows the cap above is what limits them.
 func TestMaxConnsPerHostNegativeMeansNoLimit(t *testing.T) {
-	cc := newConnCounter(t, 50*time.Millisecond)
+	// Requests wait until 4 are in progress at once: without a cap they
+	// get there, and the test does not depend on timing.
+	cc := newConnCounter(t, 0, 4)
 	db := openStore(t)
 	var list []*store.Job
 	for range 20 {

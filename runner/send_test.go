@@ -274,6 +274,30 @@ func newClosingTarget(t *testing.T) *closingTarget {
 	return ct
 }
 
+// doStatus sends req with client and returns the status, the body read
+// and closed.
+func doStatus(client *http.Client, req *http.Request) (int, error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// warmClosingTarget opens client's one connection to ct with a request
+// answered 503, and returns a POST body for the next requests.
+func warmClosingTarget(t *testing.T, client *http.Client, ct *closingTarget) []byte {
+	t.Helper()
+	body := []byte(`{"amount":1}`)
+	warm, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, ct.srv.URL, bytes.NewReader(body))
+	if code, err := doStatus(client, warm); err != nil || code != 503 {
+		t.Fatalf("warm-up: %d, %v; want 503", code, err)
+	}
+	return body
+}
+
 // TestClosingTargetTriggersNetHTTPResend checks the test target itself: a
 // request net/http considers replayable (GetBody set, Idempotency-Key
 // header) is silently sent twice by one Client.Do, while the runner's
@@ -284,22 +308,8 @@ func TestClosingTargetTriggersNetHTTPResend(t *testing.T) {
 	client := runner.NewNetHTTPClient(1)
 	t.Cleanup(client.CloseIdleConnections)
 	ctx := context.Background()
-	do := func(req *http.Request) (int, error) {
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode, nil
-	}
-	body := []byte(`{"amount":1}`)
-
-	// Warm one connection.
-	warm, _ := http.NewRequestWithContext(ctx, http.MethodPost, ct.srv.URL, bytes.NewReader(body))
-	if code, err := do(warm); err != nil || code != 503 {
-		t.Fatalf("warm-up: %d, %v; want 503", code, err)
-	}
+	do := func(req *http.Request) (int, error) { return doStatus(client, req) }
+	body := warmClosingTarget(t, client, ct)
 	// A rewindable request with an Idempotency-Key: net/http resends it.
 	before := ct.received.Load()
 	plain, _ := http.NewRequestWithContext(ctx, http.MethodPost, ct.srv.URL, bytes.NewReader(body))
@@ -332,25 +342,14 @@ func TestRunnerTransportNeverResends(t *testing.T) {
 	ct := newClosingTarget(t)
 	client := runner.NewHTTPClient(1)
 	t.Cleanup(client.CloseIdleConnections)
-	ctx := context.Background()
-	body := []byte(`{"amount":1}`)
-	warm, _ := http.NewRequestWithContext(ctx, http.MethodPost, ct.srv.URL, bytes.NewReader(body))
-	resp, err := client.Do(warm)
-	if err != nil || resp.StatusCode != 503 {
-		t.Fatalf("warm-up: %v, %v; want 503", resp, err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	body := warmClosingTarget(t, client, ct)
 	before := ct.received.Load()
-	replayable, _ := http.NewRequestWithContext(ctx, http.MethodPost, ct.srv.URL, bytes.NewReader(body))
+	replayable, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, ct.srv.URL, bytes.NewReader(body))
 	replayable.Header.Set("Idempotency-Key", idemkey.New())
 	if replayable.GetBody == nil {
 		t.Fatal("the request is not rewindable; the test proves nothing")
 	}
-	resp, err = client.Do(replayable)
-	if err == nil {
-		resp.Body.Close()
-	}
+	_, err := doStatus(client, replayable)
 	if got := ct.received.Load() - before; got != 1 || err == nil {
 		t.Errorf("replayable request through the runner's transport: target received %d, err %v; want 1 received and an error", got, err)
 	}

@@ -20,22 +20,39 @@ import (
 )
 
 // countingServer is an httptest server that counts the connections it
-// accepted and the requests it read.
+// accepted and the requests it read, and signals each request and each
+// connection it closed.
 type countingServer struct {
 	*httptest.Server
 	conns, reqs atomic.Int64
+	arrived     chan struct{} // one per request, before the handler runs
+	closed      chan struct{} // one per connection closed
+}
+
+// waitFor waits for a signal on ch, failing the test after 5 seconds.
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no %s within 5s", what)
+	}
 }
 
 func newCountingServer(t *testing.T, h http.HandlerFunc, configure ...func(*http.Server)) *countingServer {
 	t.Helper()
-	cs := &countingServer{}
+	cs := &countingServer{arrived: make(chan struct{}, 64), closed: make(chan struct{}, 64)}
 	cs.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cs.reqs.Add(1)
+		cs.arrived <- struct{}{}
 		h(w, r)
 	}))
 	cs.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
+		switch s {
+		case http.StateNew:
 			cs.conns.Add(1)
+		case http.StateClosed:
+			cs.closed <- struct{}{}
 		}
 	}
 	for _, f := range configure {
@@ -97,28 +114,60 @@ func TestTransportSkipsConnectionsClosedWhileIdle(t *testing.T) {
 		if code, _, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 {
 			t.Fatalf("request %d: %d %v; want 201", i, code, err)
 		}
-		time.Sleep(150 * time.Millisecond)
+		waitFor(t, srv.closed, "close of the idle connection by the server")
 	}
 	if c, r := srv.conns.Load(), srv.reqs.Load(); c != 3 || r != 3 {
 		t.Errorf("server saw %d connections, %d requests; want 3 and 3", c, r)
 	}
 }
 
-// strayServer serves on ln: every request gets a 201 whose body names its
-// connection ("conn-N"), followed, unasked, by a stray 408 response on the
-// same connection.
-func strayServer(t *testing.T, ln net.Listener) (conns, reqs *atomic.Int64) {
+// heldConn passes writes through, except between hold and flush, when it
+// gathers them and writes them to the socket in one call.
+type heldConn struct {
+	net.Conn
+	held bool
+	buf  []byte
+}
+
+func (h *heldConn) Write(p []byte) (int, error) {
+	if h.held {
+		h.buf = append(h.buf, p...)
+		return len(p), nil
+	}
+	return h.Conn.Write(p)
+}
+
+func (h *heldConn) hold() { h.held = true }
+
+func (h *heldConn) flush() error {
+	h.held = false
+	_, err := h.Conn.Write(h.buf)
+	h.buf = h.buf[:0]
+	return err
+}
+
+// strayServer serves on ln, over TLS when cfg is set: every request gets a
+// 201 whose body names its connection ("conn-N") followed, unasked, by a
+// stray 408 response on the same connection. Both leave in one write to
+// the socket, so they reach the client together (over TLS as two records,
+// the second one read ahead by the client's TLS layer).
+func strayServer(t *testing.T, ln net.Listener, cfg *tls.Config) (conns, reqs *atomic.Int64) {
 	t.Helper()
 	t.Cleanup(func() { ln.Close() })
 	conns, reqs = new(atomic.Int64), new(atomic.Int64)
 	go func() {
 		for {
-			c, err := ln.Accept()
+			raw, err := ln.Accept()
 			if err != nil {
 				return
 			}
 			n := conns.Add(1)
-			go func(c net.Conn, n int64) {
+			go func(raw net.Conn, n int64) {
+				hc := &heldConn{Conn: raw}
+				var c net.Conn = hc
+				if cfg != nil {
+					c = tls.Server(hc, cfg)
+				}
 				defer c.Close()
 				br := bufio.NewReader(c)
 				for {
@@ -128,10 +177,14 @@ func strayServer(t *testing.T, ln net.Listener) (conns, reqs *atomic.Int64) {
 					}
 					_, _ = io.Copy(io.Discard, req.Body)
 					reqs.Add(1)
+					hc.hold()
 					_, _ = fmt.Fprintf(c, "HTTP/1.1 201 Created\r\nContent-Length: 6\r\n\r\nconn-%d", n)
 					_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 5\r\n\r\nSTRAY")
+					if hc.flush() != nil {
+						return
+					}
 				}
-			}(c, n)
+			}(raw, n)
 		}
 	}()
 	return conns, reqs
@@ -143,15 +196,10 @@ func testOutOfStep(t *testing.T, tr *transport, target string, conns, reqs *atom
 	t.Helper()
 	t.Cleanup(tr.CloseIdleConnections)
 	for i := range 3 {
-		// A slow reader: the real answer and the stray one arrive together.
-		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
-			WroteRequest: func(httptrace.WroteRequestInfo) { time.Sleep(30 * time.Millisecond) },
-		})
-		code, body, err := roundTrip(t, tr, ctx, target)
+		code, body, err := roundTrip(t, tr, context.Background(), target)
 		if want := fmt.Sprintf("conn-%d", i+1); err != nil || code != 201 || body != want {
 			t.Fatalf("request %d: %d %q %v; want 201 %s from a fresh connection", i, code, body, err, want)
 		}
-		time.Sleep(20 * time.Millisecond) // let the stray bytes arrive
 	}
 	if c, r := conns.Load(), reqs.Load(); c != 3 || r != 3 {
 		t.Errorf("server saw %d connections, %d requests; want 3 and 3", c, r)
@@ -167,23 +215,23 @@ func TestTransportDropsConnectionsOutOfStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conns, reqs := strayServer(t, ln)
+	conns, reqs := strayServer(t, ln, nil)
 	testOutOfStep(t, newTransport(4, 4), "http://"+ln.Addr().String()+"/pay", conns, reqs)
 }
 
-// Over TLS the stray bytes may already sit in the TLS layer's read-ahead
-// buffer, out of sight of a peek at the socket: they are found there too.
+// Over TLS the stray response may sit in the TLS layer's read-ahead
+// buffer, out of sight of a peek at the socket: it is found there too.
 func TestTransportDropsTLSConnectionsOutOfStep(t *testing.T) {
 	t.Parallel()
 	ts := httptest.NewTLSServer(http.NotFoundHandler()) // for its certificate and CA
 	cert := ts.TLS.Certificates[0]
 	pool := ts.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	ts.Close()
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	conns, reqs := strayServer(t, ln)
+	conns, reqs := strayServer(t, ln, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
 	tr := newTransport(4, 4)
 	tr.tlsConfig.RootCAs = pool
 	tr.tlsConfig.ServerName = "example.com" // the test certificate's name
@@ -286,9 +334,7 @@ func TestTransportSlotWaitEndsWithContext(t *testing.T) {
 	tr := newTransport(1, 1)
 	t.Cleanup(tr.CloseIdleConnections)
 	go func() { _, _, _ = roundTrip(t, tr, context.Background(), srv.URL) }()
-	for srv.reqs.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, srv.arrived, "first request at the server")
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	var p Progress
@@ -506,15 +552,8 @@ func TestTransportReusesAfterEmptyResponses(t *testing.T) {
 // no more requests come, and the host's entry goes with them.
 func TestTransportClosesIdleConnections(t *testing.T) {
 	t.Parallel()
-	var closed atomic.Int64
 	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusCreated)
-	}, func(s *http.Server) {
-		s.ConnState = func(_ net.Conn, st http.ConnState) {
-			if st == http.StateClosed {
-				closed.Add(1)
-			}
-		}
 	})
 	tr := newTransport(4, 4)
 	tr.idleTimeout = 50 * time.Millisecond
@@ -522,13 +561,7 @@ func TestTransportClosesIdleConnections(t *testing.T) {
 	if code, _, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 {
 		t.Fatalf("got %d %v; want 201", code, err)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for closed.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if closed.Load() != 1 {
-		t.Fatal("the idle connection was not closed within 3s of a 50ms idle timeout")
-	}
+	waitFor(t, srv.closed, "close of the idle connection by the sweep (idle timeout 50ms)")
 	tr.mu.Lock()
 	n := len(tr.hosts)
 	tr.mu.Unlock()
