@@ -48,13 +48,25 @@ type transport struct {
 	viaProxy    *http.Transport
 
 	mu    sync.Mutex
-	hosts map[string]*hostConns
+	hosts map[hostKey]*hostConns
 	sweep *time.Timer // armed while connections are idle
+}
+
+// hostKey names a host's connections: scheme and host:port.
+type hostKey struct{ scheme, addr string }
+
+// keyOf is u's hostKey; the common URL with an explicit port costs no
+// allocation.
+func keyOf(u *url.URL) hostKey {
+	if u.Port() != "" {
+		return hostKey{u.Scheme, u.Host}
+	}
+	return hostKey{u.Scheme, hostPort(u)}
 }
 
 // hostConns is one host's connections.
 type hostConns struct {
-	key   string
+	key   hostKey
 	slots chan struct{} // one per connection in use or being dialed; nil without a limit
 	idle  []*conn       // most recently used last
 	users int           // round trips holding this entry (under transport.mu)
@@ -138,7 +150,7 @@ func newTransport(maxConnsPerHost, maxIdlePerHost int) *transport {
 			IdleConnTimeout:     90 * time.Second,
 			DisableCompression:  true,
 		},
-		hosts: map[string]*hostConns{},
+		hosts: map[hostKey]*hostConns{},
 	}
 }
 
@@ -160,7 +172,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	ctx := req.Context()
-	h := t.host(req.URL.Scheme + "://" + hostPort(req.URL))
+	h := t.host(keyOf(req.URL))
 	if h.slots != nil {
 		select {
 		case h.slots <- struct{}{}:
@@ -344,7 +356,7 @@ func (b *body) Close() error {
 
 // host returns the connections of key, creating the entry, and counts the
 // caller as its user until leave.
-func (t *transport) host(key string) *hostConns {
+func (t *transport) host(key hostKey) *hostConns {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h := t.hosts[key]
@@ -398,7 +410,7 @@ func (t *transport) getConn(ctx context.Context, req *http.Request, h *hostConns
 
 // dial opens a connection to req's host, with TLS for https.
 func (t *transport) dial(ctx context.Context, req *http.Request) (*conn, error) {
-	raw, err := t.dialer.DialContext(ctx, "tcp", hostPort(req.URL))
+	raw, err := t.dialer.DialContext(ctx, "tcp", keyOf(req.URL).addr)
 	if err != nil {
 		return nil, err
 	}
