@@ -79,6 +79,17 @@ func roundTrip(t *testing.T, tr *transport, ctx context.Context, target string) 
 	return resp.StatusCode, string(b), err
 }
 
+// sendN sends n POSTs in a row through tr and fails the test unless each
+// gets 201 with wantBody.
+func sendN(t *testing.T, tr *transport, target string, n int, wantBody string) {
+	t.Helper()
+	for i := range n {
+		if code, body, err := roundTrip(t, tr, context.Background(), target); err != nil || code != 201 || body != wantBody {
+			t.Fatalf("request %d: %d %q %v; want 201 %q", i, code, body, err, wantBody)
+		}
+	}
+}
+
 // Sequential requests to one host share one connection.
 func TestTransportReusesConnections(t *testing.T) {
 	t.Parallel()
@@ -89,11 +100,7 @@ func TestTransportReusesConnections(t *testing.T) {
 	})
 	tr := newTransport(4, 4)
 	t.Cleanup(tr.CloseIdleConnections)
-	for i := range 20 {
-		if code, body, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 || body != `{"id":"p_1"}` {
-			t.Fatalf("request %d: %d %q %v; want 201 with the body", i, code, body, err)
-		}
-	}
+	sendN(t, tr, srv.URL, 20, `{"id":"p_1"}`)
 	if c, r := srv.conns.Load(), srv.reqs.Load(); c != 1 || r != 20 {
 		t.Errorf("server saw %d connections, %d requests; want 1 and 20", c, r)
 	}
@@ -362,11 +369,7 @@ func TestTransportSkipsInterimResponses(t *testing.T) {
 	})
 	tr := newTransport(4, 4)
 	t.Cleanup(tr.CloseIdleConnections)
-	for range 2 {
-		if code, body, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 || body != "done" {
-			t.Fatalf("got %d %q %v; want 201 done", code, body, err)
-		}
-	}
+	sendN(t, tr, srv.URL, 2, "done")
 	if c := srv.conns.Load(); c != 1 {
 		t.Errorf("server saw %d connections; want 1", c)
 	}
@@ -382,11 +385,7 @@ func TestTransportHonorsConnectionClose(t *testing.T) {
 	})
 	tr := newTransport(4, 4)
 	t.Cleanup(tr.CloseIdleConnections)
-	for range 3 {
-		if code, _, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 {
-			t.Fatalf("got %d %v; want 201", code, err)
-		}
-	}
+	sendN(t, tr, srv.URL, 3, "")
 	if c := srv.conns.Load(); c != 3 {
 		t.Errorf("server saw %d connections; want 3", c)
 	}
