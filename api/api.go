@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemrun/idemrun/idemkey"
 	"github.com/idemrun/idemrun/internal/parallel"
 	"github.com/idemrun/idemrun/internal/redact"
+	"github.com/idemrun/idemrun/statusquery"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -119,6 +121,8 @@ type Client struct {
 	// notify, when set by a runner embedded in this process, wakes it after
 	// an enqueue.
 	notify func()
+	// lastTemplate is the status URL template parsed last (see template).
+	lastTemplate atomic.Pointer[statusquery.Template]
 }
 
 // Open opens or creates the idemrun database at path.
@@ -266,39 +270,36 @@ type ManyResult struct {
 	Err      error
 }
 
-// EnqueueMany validates every job, then stores all valid ones in one
+// EnqueueMany validates every job and stores all valid ones in one
 // transaction, with Enqueue's key rules per job. Invalid jobs and key
 // conflicts get their own Err; the returned error means nothing was stored.
 func (c *Client) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResult, error) {
-	out := make([]ManyResult, len(items))
-	built := make([]*store.Job, len(items))
-	// Validation, fingerprints and encoding are CPU work; large batches
-	// spread it over the cores before the one transaction.
-	parallel.For(len(items), func(i int) {
-		built[i], out[i].Err = c.BuildJob(items[i].Request, items[i].Options)
-	})
-	var jobs []*store.Job
-	var at []int
-	for i, j := range built {
-		if j != nil {
-			jobs = append(jobs, j)
-			at = append(at, i)
+	// Validation, fingerprints, encoding and the views (redacted URLs and
+	// headers) are CPU work: the store spreads them over the cores while
+	// its writer inserts the jobs already made. A new job is stored as
+	// built, so its view is made here too.
+	views := make([]*Job, len(items))
+	res, err := c.db.EnqueueManyFunc(ctx, len(items), func(i int) (*store.Job, error) {
+		j, err := c.BuildJob(items[i].Request, items[i].Options)
+		if err == nil {
+			views[i] = c.view(j)
 		}
-	}
-	if len(jobs) == 0 {
-		return out, nil
-	}
-	res, err := c.db.EnqueueMany(ctx, jobs)
+		return j, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	// The views (redacted URLs and headers) are CPU work too.
-	parallel.For(len(res), func(k int) {
-		r, i := res[k], at[k]
+	out := make([]ManyResult, len(items))
+	parallel.For(len(res), func(i int) {
+		r := res[i]
 		out[i].Err = r.Err
 		out[i].Existing = r.Existing
-		if r.Job != nil {
+		switch {
+		case r.Job == nil:
+		case r.Existing:
 			out[i].Job = c.view(r.Job)
+		default:
+			out[i].Job = views[i]
 		}
 	})
 	if c.notify != nil {

@@ -212,7 +212,7 @@ func (c *Client) validate(req *Request, o *EnqueueOptions) error {
 		if len(o.StatusURL) > MaxTemplateLen {
 			return &InvalidError{Field: "status-url", Value: fmt.Sprintf("(%d bytes)", len(o.StatusURL)), Accepted: fmt.Sprintf("at most %d bytes", MaxTemplateLen)}
 		}
-		tpl, err := statusquery.ParseTemplate(o.StatusURL)
+		tpl, err := c.template(o.StatusURL)
 		if err != nil {
 			return &InvalidError{Field: "status-url", Value: quoteShort(o.StatusURL), Accepted: "an http(s) URL template containing {key} or {id}, e.g. https://api.example.com/payments?key={key} (" + err.Error() + ")"}
 		}
@@ -301,4 +301,19 @@ func validHostValue(v string) bool {
 	}
 	n, err := strconv.Atoi(port[1:])
 	return err == nil && n >= 0 && n <= 65535 && strings.Trim(port[1:], "0123456789") == ""
+}
+
+// template parses a status URL template. Jobs of one application mostly
+// share their template, so the last one parsed is kept and reused; a
+// Template never changes once parsed.
+func (c *Client) template(raw string) (*statusquery.Template, error) {
+	if t := c.lastTemplate.Load(); t != nil && t.String() == raw {
+		return t, nil
+	}
+	t, err := statusquery.ParseTemplate(raw)
+	if err != nil {
+		return nil, err
+	}
+	c.lastTemplate.Store(t)
+	return t, nil
 }

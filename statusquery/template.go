@@ -91,6 +91,9 @@ func ParseTemplate(t string) (*Template, error) {
 	return &Template{raw: t, segs: segs}, nil
 }
 
+// String returns the template as it was given.
+func (t *Template) String() string { return t.raw }
+
 // Expand fills a status URL template with an idempotency key and a job id.
 // It validates the template first (see ValidateTemplate).
 //

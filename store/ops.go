@@ -272,32 +272,63 @@ func (db *DB) Enqueue(ctx context.Context, j *Job) (EnqueueResult, error) {
 // per job: each result carries its job, Existing, or its own refusal in Err.
 // The returned error is non-nil only when nothing was committed.
 func (db *DB) EnqueueMany(ctx context.Context, jobs []*Job) ([]EnqueueResult, error) {
+	return db.EnqueueManyFunc(ctx, len(jobs), func(i int) (*Job, error) { return jobs[i], nil })
+}
+
+// manyChunk is how many jobs EnqueueManyFunc prepares before the writer
+// may insert them: small enough that the writer starts early, large
+// enough that handing chunks over costs nothing.
+const manyChunk = 256
+
+// EnqueueManyFunc is EnqueueMany for n jobs made by build: build(i) is
+// called exactly once for each i in [0, n), from several goroutines at
+// once, and an error it returns becomes result i's Err. The jobs are
+// checked and encoded on all cores while the writer already inserts the
+// first ones into the one transaction, so making the jobs and writing
+// them overlap. build must not write to this store. Every call of build
+// has returned when EnqueueManyFunc returns.
+func (db *DB) EnqueueManyFunc(ctx context.Context, n int, build func(i int) (*Job, error)) ([]EnqueueResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	in := make([]*Job, len(jobs))
-	recs := make([][]byte, len(jobs))
-	pre := make([]error, len(jobs))
-	// Checking and encoding are CPU work: spread them over the cores.
-	parallel.For(len(jobs), func(i int) {
-		in[i], recs[i], pre[i] = prepareNew(jobs[i])
+	if n == 0 {
+		return nil, nil
+	}
+	in := make([]*Job, n)
+	recs := make([][]byte, n)
+	pre := make([]error, n)
+	made := parallel.Stream(n, manyChunk, func(i int) {
+		j, err := build(i)
+		switch {
+		case err != nil:
+			pre[i] = err
+		case j == nil:
+			pre[i] = fmt.Errorf("store: job %d of %d is nil", i, n)
+		default:
+			in[i], recs[i], pre[i] = prepareNew(j)
+		}
 	})
+	defer made.Done()
 	var out []EnqueueResult
 	err := db.write(func(tx *bolt.Tx) error {
-		out = make([]EnqueueResult, len(in))
+		out = make([]EnqueueResult, n)
 		b := db.writeBuckets(tx)
-		for i, j := range in {
-			if pre[i] != nil {
-				out[i].Err = pre[i]
-				continue
+		for k := range made.Chunks() {
+			made.Wait(k)
+			lo, hi := made.Chunk(k)
+			for i := lo; i < hi; i++ {
+				if pre[i] != nil {
+					out[i].Err = pre[i]
+					continue
+				}
+				r, err := enqueueIn(b, in[i], recs[i])
+				var fe *fatalError
+				if errors.As(err, &fe) {
+					return err
+				}
+				r.Err = err
+				out[i] = r
 			}
-			r, err := enqueueIn(b, j, recs[i])
-			var fe *fatalError
-			if errors.As(err, &fe) {
-				return err
-			}
-			r.Err = err
-			out[i] = r
 		}
 		return nil
 	})
