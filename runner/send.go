@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -45,18 +46,66 @@ func NewHTTPClient(maxConnsPerHost int) *http.Client {
 // with the runner's transport.
 func NewNetHTTPClient(maxConnsPerHost int) *http.Client {
 	n := max(maxConnsPerHost, 1)
-	return newNetHTTPClient(n, n)
+	return netHTTPClient(n, n)
 }
 
-// newHTTPClient is NewHTTPClient with a separate cap on idle connections;
-// maxConnsPerHost 0 means no limit.
-func newHTTPClient(maxConnsPerHost, maxIdlePerHost int) *http.Client {
-	return clientWith(newTransport(maxConnsPerHost, maxIdlePerHost))
+// newHTTPClient is NewHTTPClient with a separate cap on idle connections
+// (maxConnsPerHost 0 means no limit), as the runner's default Doer: it
+// hands requests to the transport directly (see directDoer).
+func newHTTPClient(maxConnsPerHost, maxIdlePerHost int) Doer {
+	t := newTransport(maxConnsPerHost, maxIdlePerHost)
+	return directDoer{t: t, c: clientWith(t)}
+}
+
+// directDoer sends a request with the runner's transport, without
+// http.Client: the runner follows no redirects, keeps no cookies and sets
+// no client timeout, so Client.Do would only copy headers for redirects
+// it never follows (2% of the CPU of a worked job in the bench). Errors
+// are wrapped as Client.Do wraps them (*url.Error, same message), so
+// classification and recorded errors do not change. A URL with user
+// information, which Client.Do turns into Basic authentication, goes
+// through the client.
+type directDoer struct {
+	t *transport
+	c *http.Client
+}
+
+func (d directDoer) Do(req *http.Request) (*http.Response, error) {
+	if req.URL == nil || req.URL.User != nil {
+		return d.c.Do(req)
+	}
+	resp, err := d.t.RoundTrip(req)
+	if err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, &url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err}
+	}
+	return resp, nil
+}
+
+// urlErrorOp is the Op of the *url.Error Client.Do returns: the method
+// with all but its first letter in lower case ("Post"), "Get" when empty,
+// unchanged when it is not printable ASCII.
+func urlErrorOp(method string) string {
+	if method == "" {
+		return "Get"
+	}
+	for i := 0; i < len(method); i++ {
+		if method[i] < 0x20 || method[i] > 0x7e {
+			return method
+		}
+	}
+	return method[:1] + strings.ToLower(method[1:])
 }
 
 // newNetHTTPClient is NewNetHTTPClient with a separate cap on idle
-// connections; maxConnsPerHost 0 means no limit.
-func newNetHTTPClient(maxConnsPerHost, maxIdlePerHost int) *http.Client {
+// connections (maxConnsPerHost 0 means no limit), as a Doer.
+func newNetHTTPClient(maxConnsPerHost, maxIdlePerHost int) Doer {
+	return netHTTPClient(maxConnsPerHost, maxIdlePerHost)
+}
+
+func netHTTPClient(maxConnsPerHost, maxIdlePerHost int) *http.Client {
 	return clientWith(&http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: (&net.Dialer{
