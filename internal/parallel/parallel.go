@@ -42,8 +42,9 @@ func For(n int, fn func(i int)) {
 // size consecutive indexes handed out in increasing order to GOMAXPROCS
 // goroutines, and returns at once. A consumer waits for the chunks in
 // order with Wait, so it can use the first chunks while later ones are
-// still being made. Every Stream must be ended with Done, which waits
-// for all calls to return.
+// still being made. A single chunk is made in the caller's goroutine
+// before Stream returns, as For does with few items. Every Stream must be
+// ended with Done, which waits for all calls to return.
 func Stream(n, size int, fn func(i int)) *Streamed {
 	if size < 1 {
 		size = 1
@@ -51,6 +52,13 @@ func Stream(n, size int, fn func(i int)) *Streamed {
 	s := &Streamed{n: n, size: size, ready: make([]chan struct{}, (n+size-1)/size)}
 	for k := range s.ready {
 		s.ready[k] = make(chan struct{})
+	}
+	if len(s.ready) == 1 {
+		for i := range n {
+			fn(i)
+		}
+		close(s.ready[0])
+		return s
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(s.ready))
 	s.wg.Add(workers)

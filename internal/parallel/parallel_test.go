@@ -63,3 +63,13 @@ func TestStreamDoneWaitsForEveryCall(t *testing.T) {
 		t.Fatalf("Done returned after %d calls, want 600", got)
 	}
 }
+
+func TestStreamMakesASingleChunkBeforeReturning(t *testing.T) {
+	calls := 0 // no atomics: a single chunk runs in this goroutine
+	s := Stream(100, 256, func(int) { calls++ })
+	if calls != 100 {
+		t.Fatalf("Stream of one chunk returned after %d calls, want 100", calls)
+	}
+	s.Wait(0)
+	s.Done()
+}
