@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -102,8 +103,11 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 		return nil
 	})
 	// One line per attempt is debug: at thousands of jobs per second it
-	// would be most of the runner's output and a good part of its CPU.
-	r.cfg.Logger.Debug("attempt finished", "job", j.ID, "attempt", j.Attempts, "class", v.Class, "status", res.status, "next", delayNote)
+	// would be most of the runner's output and a good part of its CPU. The
+	// check first spares building the arguments when debug is off.
+	if r.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
+		r.cfg.Logger.Debug("attempt finished", "job", j.ID, "attempt", j.Attempts, "class", v.Class, "status", res.status, "next", delayNote)
+	}
 }
 
 func firstNonEmpty(a, b string) string {
