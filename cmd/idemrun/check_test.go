@@ -151,14 +151,21 @@ func TestCLIReadOnlyFile(t *testing.T) {
 	bin := binPath
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
-		// The test binary's directory is private to root: run a copy.
-		b, err := os.ReadFile(binPath)
-		if err != nil {
-			t.Fatal(err)
-		}
+		// The test binary's directory is private to root: run it from
+		// here. A hard link, not a copy: while this process held a copy
+		// open for writing, a child another parallel test forks would
+		// inherit the descriptor, and exec of the copy would fail with
+		// "text file busy" until that child execs.
 		bin = filepath.Join(dir, "idemrun")
-		if err := os.WriteFile(bin, b, 0o755); err != nil {
-			t.Fatal(err)
+		if err := os.Link(binPath, bin); err != nil {
+			// Another filesystem: copy it, and accept the small risk.
+			b, err := os.ReadFile(binPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(bin, b, 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, p := range []string{dir, db} {
 			if err := os.Chown(p, 65534, 65534); err != nil {
