@@ -30,7 +30,7 @@ import (
 // directory when it is killed.
 const (
 	helperEnv     = "IDEMRUN_HELPER_ENQUEUER" // database path
-	helperModeEnv = "IDEMRUN_HELPER_MODE"     // "file" (api.Open) or "socket" (api.DialSocket)
+	helperModeEnv = "IDEMRUN_HELPER_MODE"     // "file" (api.Open), "socket" (api.DialSocket) or "many" (api.Open, EnqueueMany)
 	helperURLEnv  = "IDEMRUN_HELPER_URL"      // the jobs' target URL
 	helperMaxJobs = 100_000
 	helperMaxRun  = 20 * time.Second
@@ -52,6 +52,8 @@ func helperEnqueuer(db, mode, url string) int {
 	switch mode {
 	case "file":
 		svc, err = api.Open(db, &api.Options{LockTimeout: 5 * time.Second})
+	case "many":
+		return helperEnqueueMany(db, url)
 	case "socket":
 		svc, err = api.DialSocket(db)
 	default:
@@ -74,6 +76,50 @@ func helperEnqueuer(db, mode, url string) int {
 		}
 		// os.Stdout is unbuffered: the line is in the pipe when this returns.
 		if _, err := fmt.Fprintln(os.Stdout, key); err != nil {
+			return 1
+		}
+	}
+	return 0
+}
+
+// helperManyBatch is larger than the store's chunk of 256, so each call
+// is made and written in overlapping pieces.
+const helperManyBatch = 600
+
+// helperEnqueueMany is helperEnqueuer with EnqueueMany calls: the keys of a
+// batch are written to stdout only after the call returned and each of its
+// results is a stored job.
+func helperEnqueueMany(db, url string) int {
+	c, err := api.Open(db, &api.Options{LockTimeout: 5 * time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "enqueuer:", err)
+		return 1
+	}
+	defer c.Close()
+	stop := time.Now().Add(helperMaxRun)
+	for first := 0; first < helperMaxJobs && time.Now().Before(stop); first += helperManyBatch {
+		items := make([]api.ManyItem, helperManyBatch)
+		for i := range items {
+			key := fmt.Sprintf("k%d", first+i)
+			items[i] = api.ManyItem{Request: api.Request{URL: url, Body: []byte(key)}, Options: api.EnqueueOptions{Key: key}}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := c.EnqueueMany(ctx, items)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "enqueuer: batch from k%d: %v\n", first, err)
+			return 1
+		}
+		var out strings.Builder
+		for i, r := range res {
+			if r.Err != nil || r.Job == nil || r.Existing {
+				fmt.Fprintf(os.Stderr, "enqueuer: %s: %+v\n", items[i].Options.Key, r)
+				return 1
+			}
+			out.WriteString(items[i].Options.Key + "\n")
+		}
+		// os.Stdout is unbuffered: the lines are in the pipe when this returns.
+		if _, err := io.WriteString(os.Stdout, out.String()); err != nil {
 			return 1
 		}
 	}
@@ -262,6 +308,34 @@ func TestDurableEnqueueSurvivesSIGKILL(t *testing.T) {
 			e := newEnv(t)
 			p := startEnqueuer(t, e.db, "file", url)
 			n := 50 + rng.IntN(200)
+			p.waitAcked(n, 15*time.Second)
+			if err := p.cmd.Process.Kill(); err != nil {
+				t.Fatalf("SIGKILL to the enqueuer: %v", err)
+			}
+			p.wait(10 * time.Second)
+			if !killedBySIGKILL(p.err) {
+				t.Fatalf("enqueuer ended with %v, want killed by SIGKILL (the test needs a kill mid-run):\n%s", p.err, p.stderr)
+			}
+			acked := p.keys()
+			t.Logf("killed after %d acknowledged keys (waited for %d)", len(acked), n)
+			checkAcked(t, e.db, url, acked)
+		})
+	}
+}
+
+// P1 for EnqueueMany: a child enqueues batches of 600 (each made and
+// written in overlapping chunks inside its one transaction) and is killed
+// with SIGKILL right after acknowledged batches; every acknowledged key is
+// on disk.
+func TestDurableEnqueueManySurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
+	rng := crashRand(t)
+	const url = "http://127.0.0.1:9/pay" // never sent: no runner runs here
+	for round := range 2 {
+		t.Run(fmt.Sprintf("round%d", round), func(t *testing.T) {
+			e := newEnv(t)
+			p := startEnqueuer(t, e.db, "many", url)
+			n := helperManyBatch + rng.IntN(4*helperManyBatch)
 			p.waitAcked(n, 15*time.Second)
 			if err := p.cmd.Process.Kill(); err != nil {
 				t.Fatalf("SIGKILL to the enqueuer: %v", err)
