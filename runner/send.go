@@ -60,11 +60,14 @@ func newHTTPClient(maxConnsPerHost, maxIdlePerHost int) Doer {
 // directDoer sends a request with the runner's transport, without
 // http.Client: the runner follows no redirects, keeps no cookies and sets
 // no client timeout, so Client.Do would only copy headers for redirects
-// it never follows (2% of the CPU of a worked job in the bench). Errors
-// are wrapped as Client.Do wraps them (*url.Error, same message), so
-// classification and recorded errors do not change. A URL with user
-// information, which Client.Do turns into Basic authentication, goes
-// through the client.
+// it never follows (2% of the CPU of a worked job in the bench). What
+// Client.Do does besides is done here the same way, so classification
+// and recorded errors do not change (TestDirectDoerAnswersAsClientDo):
+// errors are wrapped in the same *url.Error, a TLS handshake answered in
+// plain HTTP becomes http.ErrSchemeMismatch, and a redirect Client.Do
+// would look at whose Location does not parse is an error, not an answer.
+// A URL with user information, which Client.Do turns into Basic
+// authentication, goes through the client.
 type directDoer struct {
 	t *transport
 	c *http.Client
@@ -74,14 +77,42 @@ func (d directDoer) Do(req *http.Request) (*http.Response, error) {
 	if req.URL == nil || req.URL.User != nil {
 		return d.c.Do(req)
 	}
-	resp, err := d.t.RoundTrip(req)
+	uerr := func(err error) error {
+		return &url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err}
+	}
+	resp, err := d.t.RoundTrip(req) // closes the request body, as Client.Do relies on
 	if err != nil {
-		if req.Body != nil {
-			req.Body.Close()
+		if tlsErr, ok := err.(tls.RecordHeaderError); ok && string(tlsErr.RecordHeader[:]) == "HTTP/" {
+			err = http.ErrSchemeMismatch
 		}
-		return nil, &url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err}
+		return nil, uerr(err)
+	}
+	if loc := resp.Header.Get("Location"); loc != "" && clientWouldRedirect(req, resp.StatusCode) {
+		if _, err := req.URL.Parse(loc); err != nil {
+			resp.Body.Close()
+			return nil, uerr(fmt.Errorf("failed to parse Location header %q: %v", loc, err))
+		}
 	}
 	return resp, nil
+}
+
+// CloseIdleConnections closes the transport's idle connections, as
+// http.Client's does.
+func (d directDoer) CloseIdleConnections() { d.t.CloseIdleConnections() }
+
+// clientWouldRedirect reports whether http.Client would treat an answer
+// with this status to req as a redirect to follow (and so parse its
+// Location before asking CheckRedirect): 301, 302 and 303 always; 307 and
+// 308 only when the body can be sent again, which for the runner's
+// requests (GetBody is always nil) means no body.
+func clientWouldRedirect(req *http.Request, status int) bool {
+	switch status {
+	case 301, 302, 303:
+		return true
+	case 307, 308:
+		return req.GetBody != nil || req.Body == nil || req.Body == http.NoBody
+	}
+	return false
 }
 
 // urlErrorOp is the Op of the *url.Error Client.Do returns: the method
