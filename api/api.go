@@ -290,6 +290,7 @@ func (c *Client) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 		return nil, err
 	}
 	out := make([]ManyResult, len(items))
+	var added atomic.Bool
 	parallel.For(len(res), func(i int) {
 		r := res[i]
 		out[i].Err = r.Err
@@ -300,9 +301,10 @@ func (c *Client) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 			out[i].Job = c.view(r.Job)
 		default:
 			out[i].Job = views[i]
+			added.Store(true)
 		}
 	})
-	if c.notify != nil {
+	if c.notify != nil && added.Load() {
 		c.notify()
 	}
 	return out, nil

@@ -241,3 +241,135 @@ func TestEnqueueManyFuncClosed(t *testing.T) {
 		t.Errorf("%d build calls had returned when EnqueueManyFunc did; want %d", c, manyBatch)
 	}
 }
+
+// TestNothingWrittenNothingCommitted: an enqueue that finds its job
+// already stored, and an EnqueueMany whose every item is refused or
+// already stored, commit nothing (no fsync for a read) and still answer
+// each caller; a batch where one operation writes commits for all.
+func TestNothingWrittenNothingCommitted(t *testing.T) {
+	var hookCalls atomic.Int32
+	db, _ := newDB(t, &store.Options{CommitHook: func(int) error { hookCalls.Add(1); return nil }})
+	now := storetest.T0()
+	a := storetest.NewJob("a", now)
+	if _, err := db.Enqueue(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	commits0, _ := db.Counters()
+	hooks0 := hookCalls.Load()
+
+	res, err := db.Enqueue(ctx, storetest.NewJob("a", now))
+	if err != nil || !res.Existing || res.Job.ID != a.ID {
+		t.Fatalf("Enqueue of a stored key = %+v, %v; want Existing job %s", res, err, a.ID)
+	}
+	other := storetest.NewJob("a", now)
+	other.Fingerprint = "another request"
+	if _, err := db.Enqueue(ctx, other); !errors.Is(err, store.ErrKeyConflict) {
+		t.Fatalf("Enqueue of a stored key with another request: err %v; want a key conflict", err)
+	}
+	rs, err := db.EnqueueManyFunc(ctx, manyBatch, func(i int) (*store.Job, error) {
+		if i == 0 {
+			return storetest.NewJob("a", now), nil
+		}
+		return nil, errors.New("refused")
+	})
+	if err != nil || len(rs) != manyBatch || !rs[0].Existing || rs[0].Job.ID != a.ID || rs[1].Err == nil {
+		t.Fatalf("EnqueueManyFunc with nothing to insert = %d results, %v; want item 0 Existing and the rest refused", len(rs), err)
+	}
+	if commits, _ := db.Counters(); commits != commits0 {
+		t.Errorf("reads committed %d times; want 0", commits-commits0)
+	}
+	if h := hookCalls.Load(); h != hooks0 {
+		t.Errorf("commit hook ran %d times for reads; want 0", h-hooks0)
+	}
+
+	// One writer among readers: a single commit that answers everyone.
+	var wg sync.WaitGroup
+	results := make([]store.EnqueueResult, 8)
+	errs := make([]error, 8)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := "a"
+			if i == 0 {
+				key = "b"
+			}
+			results[i], errs[i] = db.Enqueue(ctx, storetest.NewJob(key, now))
+		}()
+	}
+	wg.Wait()
+	for i := range results {
+		if errs[i] != nil || results[i].Job == nil || results[i].Existing == (i == 0) {
+			t.Errorf("concurrent enqueue %d = %+v, %v", i, results[i], errs[i])
+		}
+	}
+	if commits, _ := db.Counters(); commits == commits0 {
+		t.Errorf("the new job b was acknowledged without a commit")
+	}
+	if got, err := db.GetByKey("b"); err != nil || got.ID != results[0].Job.ID {
+		t.Errorf("GetByKey(b) = %v, %v; want the acknowledged job", got, err)
+	}
+}
+
+// TestNothingWrittenRetriedAlone: when a batch fails, an operation that
+// wrote nothing is run again alone like any other and its caller still
+// gets its own answer (here a key conflict), not nil.
+func TestNothingWrittenRetriedAlone(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		fails int
+		calls []int
+	)
+	db, _ := newDB(t, &store.Options{
+		CommitLinger: 50 * time.Millisecond, // gathers the two writes below
+		MaxBatch:     2,
+		CommitHook: func(ops int) error {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, ops)
+			if ops > 1 && fails == 0 {
+				fails++
+				return errInjected
+			}
+			return nil
+		},
+	})
+	now := storetest.T0()
+	if _, err := db.Enqueue(ctx, storetest.NewJob("held", now)); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 10; round++ {
+		var wg sync.WaitGroup
+		var conflictErr, newErr error
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			j := storetest.NewJob("held", now)
+			j.Fingerprint = "another request"
+			_, conflictErr = db.Enqueue(ctx, j)
+		}()
+		go func() {
+			defer wg.Done()
+			_, newErr = db.Enqueue(ctx, storetest.NewJob(fmt.Sprintf("new-%d", round), now))
+		}()
+		wg.Wait()
+		if !errors.Is(conflictErr, store.ErrKeyConflict) {
+			t.Fatalf("round %d: conflicting enqueue err = %v; want a key conflict", round, conflictErr)
+		}
+		if newErr != nil {
+			t.Fatalf("round %d: new enqueue err = %v; want it stored", round, newErr)
+		}
+		if _, err := db.GetByKey(fmt.Sprintf("new-%d", round)); err != nil {
+			t.Fatalf("round %d: new job not stored: %v", round, err)
+		}
+		mu.Lock()
+		done := fails > 0
+		mu.Unlock()
+		if done {
+			return
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Fatalf("no commit held both writes (commits: %v)", calls)
+}

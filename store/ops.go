@@ -258,6 +258,11 @@ func (db *DB) Enqueue(ctx context.Context, j *Job) (EnqueueResult, error) {
 	err = db.write(func(tx *bolt.Tx) error {
 		var err error
 		res, err = enqueueIn(db.writeBuckets(tx), nj, rec)
+		var fe *fatalError
+		if (err == nil && res.Existing) || (err != nil && !errors.As(err, &fe)) {
+			// Already stored, or refused before anything was written.
+			return nothingWritten(err)
+		}
 		return err
 	})
 	if err != nil {
@@ -285,11 +290,16 @@ const manyChunk = 256
 // once, and an error it returns becomes result i's Err. The jobs are
 // checked and encoded on all cores while the writer already inserts the
 // first ones into the one transaction, so making the jobs and writing
-// them overlap. build must not write to this store. Every call of build
-// has returned when EnqueueManyFunc returns.
+// them overlap. build must not write to this store: above one chunk it
+// runs while the writer waits for it. Every call of build has returned
+// when EnqueueManyFunc returns. A call that inserts nothing (every job
+// refused or already stored) commits nothing.
 func (db *DB) EnqueueManyFunc(ctx context.Context, n int, build func(i int) (*Job, error)) ([]EnqueueResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("store: EnqueueManyFunc of %d jobs; want 0 or more", n)
 	}
 	if n == 0 {
 		return nil, nil
@@ -313,6 +323,7 @@ func (db *DB) EnqueueManyFunc(ctx context.Context, n int, build func(i int) (*Jo
 	err := db.write(func(tx *bolt.Tx) error {
 		out = make([]EnqueueResult, n)
 		b := db.writeBuckets(tx)
+		inserted := false
 		for k := range made.Chunks() {
 			made.Wait(k)
 			lo, hi := made.Chunk(k)
@@ -328,7 +339,11 @@ func (db *DB) EnqueueManyFunc(ctx context.Context, n int, build func(i int) (*Jo
 				}
 				r.Err = err
 				out[i] = r
+				inserted = inserted || (err == nil && !r.Existing)
 			}
+		}
+		if !inserted {
+			return nothingWritten(nil)
 		}
 		return nil
 	})

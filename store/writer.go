@@ -94,6 +94,22 @@ func (db *DB) write(fn func(tx *bolt.Tx) error) error {
 	return <-o.done
 }
 
+// nothingWritten is what an operation returns when it changed nothing:
+// an enqueue whose key already holds the same job, or one refused before
+// it wrote. Its caller gets err (nil for "already stored"), and a batch
+// whose operations all changed nothing is rolled back instead of
+// committed, so a write that turns out to be a read costs no fsync. What
+// such an operation read was committed by an earlier transaction, so it
+// is on disk already.
+func nothingWritten(err error) error { return &noWrite{err} }
+
+type noWrite struct{ err error }
+
+func (e *noWrite) Error() string { return "store: nothing written" }
+
+// errRolledBack ends a batch in which no operation wrote.
+var errRolledBack = errors.New("store: nothing to commit")
+
 // writer is the single goroutine that commits operations in groups.
 func (db *DB) writer() {
 	defer close(db.stopped)
@@ -145,6 +161,12 @@ func (db *DB) commit(batch []*op) {
 		db.ack(batch, results)
 		return
 	}
+	if errors.Is(err, errRolledBack) {
+		for i, o := range batch {
+			o.done <- results[i]
+		}
+		return
+	}
 	if len(batch) == 1 {
 		batch[0].done <- unfatal(err)
 		return
@@ -152,6 +174,10 @@ func (db *DB) commit(batch []*op) {
 	for _, o := range batch {
 		res := make([]error, 1)
 		if err := db.runBatch([]*op{o}, res); err != nil {
+			if errors.Is(err, errRolledBack) {
+				o.done <- res[0]
+				continue
+			}
 			o.done <- unfatal(err)
 			continue
 		}
@@ -176,13 +202,22 @@ func (db *DB) runBatch(batch []*op, results []error) error {
 	}()
 	db.counts = counts{}
 	return db.update(func(tx *bolt.Tx) error {
+		wrote := false
 		for i, o := range batch {
 			err := o.fn(tx)
 			var fe *fatalError
 			if errors.As(err, &fe) {
 				return err
 			}
+			if nw, ok := err.(*noWrite); ok {
+				results[i] = nw.err
+				continue
+			}
+			wrote = true
 			results[i] = err
+		}
+		if !wrote {
+			return errRolledBack
 		}
 		if err := db.counts.flush(tx.Bucket(bucketMeta)); err != nil {
 			return err
