@@ -106,7 +106,7 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 	// would be most of the runner's output and a good part of its CPU. The
 	// check first spares building the arguments when debug is off.
 	if r.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
-		r.cfg.Logger.Debug("attempt finished", "job", j.ID, "attempt", j.Attempts, "class", v.Class, "status", res.status, "next", delayNote)
+		r.cfg.Logger.DebugContext(ctx, "attempt finished", "job", j.ID, "attempt", j.Attempts, "class", v.Class, "status", res.status, "next", delayNote)
 	}
 }
 
