@@ -146,26 +146,7 @@ func TestEnqueueManyFuncFailedCommit(t *testing.T) {
 // fails, the writer runs it again alone; it inserts the jobs it already
 // made (build is not called again) and they are all stored once.
 func TestEnqueueManyFuncRetriedAlone(t *testing.T) {
-	var (
-		mu    sync.Mutex
-		calls []int
-		fails int
-	)
-	db, _ := newDB(t, &store.Options{
-		// A long linger gathers the two writes below into one batch.
-		CommitLinger: 50 * time.Millisecond,
-		MaxBatch:     2,
-		CommitHook: func(ops int) error {
-			mu.Lock()
-			defer mu.Unlock()
-			calls = append(calls, ops)
-			if ops > 1 && fails == 0 {
-				fails++
-				return errInjected
-			}
-			return nil
-		},
-	})
+	db, failed := openFailingSharedCommit(t)
 	now := storetest.T0()
 	for round := 0; round < 10; round++ {
 		var built atomic.Int32
@@ -199,17 +180,12 @@ func TestEnqueueManyFuncRetriedAlone(t *testing.T) {
 		if _, err := db.GetByKey(fmt.Sprintf("one-%d", round)); err != nil {
 			t.Errorf("round %d: the single enqueue is not stored: %v", round, err)
 		}
-		mu.Lock()
-		done := fails > 0
-		mu.Unlock()
-		if done {
+		if failed() != "" {
 			break
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if fails == 0 {
-		t.Fatalf("no commit held both writes (commits: %v)", calls)
+	if failed() == "" {
+		t.Fatalf("no commit held both writes in 10 rounds")
 	}
 	st, _ := db.Stats()
 	var total int64
@@ -315,25 +291,7 @@ func TestNothingWrittenNothingCommitted(t *testing.T) {
 // wrote nothing is run again alone like any other and its caller still
 // gets its own answer (here a key conflict), not nil.
 func TestNothingWrittenRetriedAlone(t *testing.T) {
-	var (
-		mu    sync.Mutex
-		fails int
-		calls []int
-	)
-	db, _ := newDB(t, &store.Options{
-		CommitLinger: 50 * time.Millisecond, // gathers the two writes below
-		MaxBatch:     2,
-		CommitHook: func(ops int) error {
-			mu.Lock()
-			defer mu.Unlock()
-			calls = append(calls, ops)
-			if ops > 1 && fails == 0 {
-				fails++
-				return errInjected
-			}
-			return nil
-		},
-	})
+	db, failed := openFailingSharedCommit(t)
 	now := storetest.T0()
 	if _, err := db.Enqueue(ctx, storetest.NewJob("held", now)); err != nil {
 		t.Fatal(err)
@@ -362,14 +320,43 @@ func TestNothingWrittenRetriedAlone(t *testing.T) {
 		if _, err := db.GetByKey(fmt.Sprintf("new-%d", round)); err != nil {
 			t.Fatalf("round %d: new job not stored: %v", round, err)
 		}
-		mu.Lock()
-		done := fails > 0
-		mu.Unlock()
-		if done {
+		if failed() != "" {
 			return
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	t.Fatalf("no commit held both writes (commits: %v)", calls)
+	t.Fatalf("no commit held both writes in 10 rounds")
+}
+
+// openFailingSharedCommit opens a store whose first commit holding more
+// than one operation fails, so that each of its operations runs again
+// alone; a long linger gathers two concurrent writes into one batch.
+// failed reports that commit ("" until it happened).
+func openFailingSharedCommit(t *testing.T) (db *store.DB, failed func() string) {
+	var (
+		mu     sync.Mutex
+		calls  []int
+		failAt = -1
+	)
+	db, _ = newDB(t, &store.Options{
+		CommitLinger: 50 * time.Millisecond,
+		MaxBatch:     2,
+		CommitHook: func(ops int) error {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, ops)
+			if ops > 1 && failAt < 0 {
+				failAt = len(calls) - 1
+				return errInjected
+			}
+			return nil
+		},
+	})
+	return db, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if failAt < 0 {
+			return ""
+		}
+		return fmt.Sprintf("commit %d of %v", failAt, calls)
+	}
 }

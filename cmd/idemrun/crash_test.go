@@ -301,13 +301,20 @@ func crashRand(t *testing.T) *rand.Rand {
 // moment; every key it acknowledged before dying is on disk.
 func TestDurableEnqueueSurvivesSIGKILL(t *testing.T) {
 	t.Parallel()
+	killEnqueuerRounds(t, "file", 3, func(rng *rand.Rand) int { return 50 + rng.IntN(200) })
+}
+
+// killEnqueuerRounds runs rounds of: start the enqueuer helper in mode on a
+// new file, wait until it acknowledged at least want(rng) keys, SIGKILL
+// it, and check that every acknowledged key is on disk.
+func killEnqueuerRounds(t *testing.T, mode string, rounds int, want func(*rand.Rand) int) {
 	rng := crashRand(t)
 	const url = "http://127.0.0.1:9/pay" // never sent: no runner runs here
-	for round := range 3 {
+	for round := range rounds {
 		t.Run(fmt.Sprintf("round%d", round), func(t *testing.T) {
 			e := newEnv(t)
-			p := startEnqueuer(t, e.db, "file", url)
-			n := 50 + rng.IntN(200)
+			p := startEnqueuer(t, e.db, mode, url)
+			n := want(rng)
 			p.waitAcked(n, 15*time.Second)
 			if err := p.cmd.Process.Kill(); err != nil {
 				t.Fatalf("SIGKILL to the enqueuer: %v", err)
@@ -329,26 +336,7 @@ func TestDurableEnqueueSurvivesSIGKILL(t *testing.T) {
 // on disk.
 func TestDurableEnqueueManySurvivesSIGKILL(t *testing.T) {
 	t.Parallel()
-	rng := crashRand(t)
-	const url = "http://127.0.0.1:9/pay" // never sent: no runner runs here
-	for round := range 2 {
-		t.Run(fmt.Sprintf("round%d", round), func(t *testing.T) {
-			e := newEnv(t)
-			p := startEnqueuer(t, e.db, "many", url)
-			n := helperManyBatch + rng.IntN(4*helperManyBatch)
-			p.waitAcked(n, 15*time.Second)
-			if err := p.cmd.Process.Kill(); err != nil {
-				t.Fatalf("SIGKILL to the enqueuer: %v", err)
-			}
-			p.wait(10 * time.Second)
-			if !killedBySIGKILL(p.err) {
-				t.Fatalf("enqueuer ended with %v, want killed by SIGKILL (the test needs a kill mid-run):\n%s", p.err, p.stderr)
-			}
-			acked := p.keys()
-			t.Logf("killed after %d acknowledged keys (waited for %d)", len(acked), n)
-			checkAcked(t, e.db, url, acked)
-		})
-	}
+	killEnqueuerRounds(t, "many", 2, func(rng *rand.Rand) int { return helperManyBatch + rng.IntN(4*helperManyBatch) })
 }
 
 // P1 through a runner: a child enqueues through the runner's admin socket,
