@@ -639,10 +639,22 @@ func TestBenchBadFlags(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	prof := filepath.Join(e.dir, "cpu.prof")
+	// A file the bench must not touch: it deletes its --db when it ends.
+	precious := filepath.Join(e.dir, "precious.db")
+	if err := os.WriteFile(precious, []byte("not a scratch file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "other.db.many"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"bench", "--db", precious, "--cpuprofile", prof}, "invalid db"},
+		{[]string{"bench", "--db", filepath.Join(e.dir, "other.db"), "--cpuprofile", prof}, "FILE.many"},
+		{[]string{"bench", "--db", filepath.Join(e.dir, "no-such-dir", "b.db")}, "existing directory"},
+		{[]string{"bench", "--db", filepath.Join(e.dir, "b.db"), "--dir", e.dir}, "not both"},
 		{[]string{"bench", "--profile-phase", "enqueue", "--cpuprofile", prof}, "profile-phase"},
 		{[]string{"bench", "--max-conns-per-host", "-3"}, "max-conns-per-host"},
 		{[]string{"bench", "--http-transport", "curl", "--cpuprofile", prof}, "http-transport"},
@@ -658,5 +670,8 @@ func TestBenchBadFlags(t *testing.T) {
 	}
 	if _, err := os.Stat(prof); !os.IsNotExist(err) {
 		t.Errorf("refused bench left a profile file (stat err %v)", err)
+	}
+	if b, err := os.ReadFile(precious); err != nil || string(b) != "not a scratch file" {
+		t.Errorf("refused bench changed an existing --db file: %q, %v", b, err)
 	}
 }

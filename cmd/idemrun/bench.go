@@ -12,7 +12,10 @@ import (
 )
 
 func (m *Main) bench(ctx context.Context, args []string) error {
-	fs, _ := m.flags("bench", "[--jobs N] [--workers W] [--producers P] [--preload N] [--dir DIR] [--json]")
+	fs, db := m.flags("bench", "[--jobs N] [--workers W] [--producers P] [--preload N] [--db FILE | --dir DIR] [--json]")
+	// The bench's --db is a scratch file it creates and deletes, not the
+	// store the other commands use: no $IDEMRUN_DB, no ./idemrun.db.
+	fs.Lookup("db").Usage = "scratch database file to bench on (must not exist; created and deleted, with FILE.raw and FILE.many; default a temp dir)"
 	jobs := fs.Int("jobs", 20000, "jobs to enqueue and work")
 	wf := addWorkerFlags(fs, 100, "runner workers")
 	producers := fs.Int("producers", 64, "goroutines enqueuing one job at a time")
@@ -47,6 +50,14 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 			return &api.InvalidError{Field: "dir", Value: fmt.Sprintf("%q", *dir), Accepted: "an existing directory"}
 		}
 	}
+	if *db != "" {
+		if *dir != "" {
+			return &api.InvalidError{Field: "db", Value: fmt.Sprintf("%q", *db), Accepted: "either --db or --dir, not both"}
+		}
+		if err := bench.CheckDBPath(*db); err != nil {
+			return &api.InvalidError{Field: "db", Value: fmt.Sprintf("%q", *db), Accepted: "a path in an existing directory where neither FILE, FILE.raw nor FILE.many exists (the bench deletes them when it ends)"}
+		}
+	}
 	// The profile file is created only once every flag is accepted.
 	var profile *os.File
 	if *cpuProfile != "" {
@@ -64,7 +75,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		}
 	}
 	tuneGC(m.Getenv) // the same collector settings as `idemrun run`
-	cfg := bench.Config{Jobs: *jobs, Workers: *wf.workers, Producers: *producers, MaxConnsPerHost: *wf.maxConns, NetHTTP: wf.netHTTP(), Preload: *preload, Dir: *dir, Out: m.Stderr}
+	cfg := bench.Config{Jobs: *jobs, Workers: *wf.workers, Producers: *producers, MaxConnsPerHost: *wf.maxConns, NetHTTP: wf.netHTTP(), Preload: *preload, DB: *db, Dir: *dir, Out: m.Stderr}
 	if profile != nil && *phase != "all" {
 		cfg.Profile, cfg.ProfilePhase = profile, *phase
 	}

@@ -44,8 +44,15 @@ type Config struct {
 	NetHTTP bool
 	// Preload fills the store with this many end-state jobs first.
 	Preload int
-	// Dir is where the scratch databases go; a temporary directory when
-	// empty. Every file the bench creates is deleted.
+	// DB, when set, is the bench's database file, on the filesystem to
+	// bench on. It must not exist, nor must DB+".raw" and DB+".many" (the
+	// raw-commit and EnqueueMany scratch files next to it): the bench
+	// creates all three and deletes them when it ends.
+	DB string
+	// Dir, when DB is empty, is where the bench makes a new temporary
+	// directory for its databases; the system's temporary directory when
+	// empty. The directory and everything in it are deleted when the
+	// bench ends.
 	Dir string
 	// Out receives progress notes; nil discards.
 	Out io.Writer
@@ -161,24 +168,50 @@ func request(url string, i int) (api.Request, api.EnqueueOptions) {
 		}
 }
 
+// CheckDBPath refuses a bench database path that would touch an existing
+// file: the bench deletes its database and the scratch files next to it
+// (path+".raw", path+".many") when it ends, so none of them may exist, and
+// the directory that holds them must.
+func CheckDBPath(path string) error {
+	for _, p := range []string{path, path + ".raw", path + ".many"} {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("bench: %s exists; the bench deletes its database and scratch files when it ends, so give a path where none exists", p)
+		} else if !os.IsNotExist(err) {
+			return fmt.Errorf("bench: %w", err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("bench: the directory of %s does not exist", path)
+	}
+	return nil
+}
+
 // Run runs the bench.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.defaults()
-	dir := cfg.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "idemrun-bench-")
+	var dbPath, rawPath, manyPath string
+	if cfg.DB != "" {
+		dbPath, rawPath, manyPath = cfg.DB, cfg.DB+".raw", cfg.DB+".many"
+		if err := CheckDBPath(cfg.DB); err != nil {
+			return nil, err
+		}
+	} else {
+		d, err := os.MkdirTemp(cfg.Dir, "idemrun-bench-")
 		if err != nil {
 			return nil, err
 		}
 		defer os.RemoveAll(d)
-		dir = d
+		dbPath, rawPath, manyPath = filepath.Join(d, "bench.db"), filepath.Join(d, "raw-commits.db"), filepath.Join(d, "bench-many.db")
 	}
+	// Every exit path deletes the scratch files (RawCommitsPerSecond
+	// deletes its own).
+	defer os.Remove(manyPath)
+	defer os.Remove(dbPath)
 	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Producers: cfg.Producers, Preload: cfg.Preload, HTTPTransport: "runner"}
 	if cfg.NetHTTP {
 		res.HTTPTransport = "net/http"
 	}
 	var err error
-	rawPath := filepath.Join(dir, "raw-commits.db")
 	if res.RawUpdateCommitsPerS, err = store.RawCommitsPerSecond(rawPath, time.Second); err != nil {
 		return nil, fmt.Errorf("bench: raw commits: %w", err)
 	}
@@ -191,7 +224,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer tgt.srv.Close()
 
 	// Batch enqueue, in its own file.
-	manyPath := filepath.Join(dir, "bench-many.db")
 	stop, err := cfg.profile("many")
 	if err != nil {
 		return nil, err
@@ -204,8 +236,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	os.Remove(manyPath)
 	fmt.Fprintf(cfg.Out, "EnqueueMany: %.0f jobs/s\n", res.EnqueueManyJobsPerS)
 
-	dbPath := filepath.Join(dir, "bench.db")
-	defer os.Remove(dbPath)
 	c, err := api.Open(dbPath, nil)
 	if err != nil {
 		return nil, err

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +49,43 @@ func TestRunSmall(t *testing.T) {
 	}
 	for _, e := range left {
 		t.Errorf("bench left %s behind", e.Name())
+	}
+}
+
+// TestRunOnDB benches on a given database path (--db): the file and its
+// scratch siblings exist only while the bench runs, and an existing file is
+// refused before anything is written.
+func TestRunOnDB(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bench.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := Run(ctx, Config{Jobs: 100, Workers: 4, Producers: 2, DB: path})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.WorkedJobsPerS <= 0 || res.TargetRequestsReceived != 100 {
+		t.Errorf("worked %v jobs/s, target saw %d requests, want > 0 and 100", res.WorkedJobsPerS, res.TargetRequestsReceived)
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("bench left %s behind", e.Name())
+	}
+
+	if err := os.WriteFile(path+".raw", []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(ctx, Config{Jobs: 10, DB: path}); err == nil || !strings.Contains(err.Error(), "exists") {
+		t.Errorf("Run over an existing %s.raw: err %v, want one saying it exists", path, err)
+	}
+	if b, err := os.ReadFile(path + ".raw"); err != nil || string(b) != "keep" {
+		t.Errorf("refused bench changed %s.raw: %q, %v", path, b, err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("refused bench created %s (stat err %v)", path, err)
 	}
 }
 
