@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -348,7 +349,7 @@ type ListFilter struct {
 	Cursor string
 	// Oldest lists each state's oldest jobs first (earliest next_run_at for
 	// pending and unknown, least recently updated otherwise); it needs
-	// States and takes no Cursor.
+	// States, and its pages continue with the Next of an Oldest page.
 	Oldest bool
 }
 
@@ -356,6 +357,17 @@ type ListFilter struct {
 type ListPage struct {
 	Jobs []*Job `json:"jobs"`
 	Next string `json:"next,omitempty"`
+}
+
+// uniqueStates is ss without repeats, in first-appearance order.
+func uniqueStates(ss []State) []State {
+	out := make([]State, 0, len(ss))
+	for _, s := range ss {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // List returns a page of jobs.
@@ -373,9 +385,11 @@ func (c *Client) List(ctx context.Context, f ListFilter) (ListPage, error) {
 			return ListPage{}, invalid("cursor", f.Cursor, "the next cursor printed by the previous page of the same list (same --state filters)")
 		}
 	}
-	if f.Oldest && (len(f.States) == 0 || f.Cursor != "") {
-		return ListPage{}, invalid("oldest", "true", "a state filter and no cursor")
+	if f.Oldest && len(f.States) == 0 {
+		return ListPage{}, invalid("oldest", "true", "a state filter (--state)")
 	}
+	// A state named twice is listed once, where it first appears.
+	f.States = uniqueStates(f.States)
 	p, err := c.db.List(store.ListFilter{States: f.States, Limit: f.Limit, Cursor: f.Cursor, Oldest: f.Oldest})
 	if err != nil {
 		return ListPage{}, err

@@ -11,7 +11,8 @@ import (
 )
 
 // TestListOldest: Oldest walks a state's index forwards, earliest
-// next_run_at first, and refuses a missing state filter.
+// next_run_at first, pages with a cursor, and refuses a missing state
+// filter.
 func TestListOldest(t *testing.T) {
 	db, err := store.Open(filepath.Join(t.TempDir(), "o.db"), nil)
 	if err != nil {
@@ -39,6 +40,22 @@ func TestListOldest(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != keys[1] || got[1] != keys[2] {
 		t.Errorf("oldest pending = %v, want [%s %s]", got, keys[1], keys[2])
+	}
+	if page.Next == "" {
+		t.Fatalf("a full oldest page with a job after it has no Next")
+	}
+	// The next page continues forwards after the cursor and is the last.
+	page, err = db.List(store.ListFilter{States: []store.State{store.StatePending}, Limit: 2, Oldest: true, Cursor: page.Next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Jobs) != 1 || page.Jobs[0].Key != keys[0] || page.Next != "" {
+		t.Errorf("second oldest page = %d jobs (next %q), want only %s and no Next", len(page.Jobs), page.Next, keys[0])
+	}
+	// A page that ends exactly at the last job has no Next.
+	page, err = db.List(store.ListFilter{States: []store.State{store.StatePending}, Limit: 3, Oldest: true})
+	if err != nil || len(page.Jobs) != 3 || page.Next != "" {
+		t.Errorf("oldest page of exactly all 3 jobs: %d jobs, next %q, err %v; want 3, none, nil", len(page.Jobs), page.Next, err)
 	}
 	if _, err := db.List(store.ListFilter{Oldest: true}); err == nil {
 		t.Errorf("Oldest without a state filter: no error")

@@ -59,7 +59,8 @@ type ListFilter struct {
 	Cursor string
 	// Oldest lists the first jobs of each state's index instead of the
 	// newest: the earliest next_run_at for pending and unknown, the least
-	// recently updated for the others. It needs States and takes no Cursor.
+	// recently updated for the others. It needs States; its pages continue
+	// with the Next of an Oldest page.
 	Oldest bool
 }
 
@@ -89,10 +90,10 @@ func (db *DB) List(f ListFilter) (ListPage, error) {
 		cur = c
 	}
 	if f.Oldest {
-		if len(f.States) == 0 || cur != nil {
-			return ListPage{}, fmt.Errorf("store: listing the oldest jobs needs a state filter and no cursor")
+		if len(f.States) == 0 || (cur != nil && len(cur) != 25) {
+			return ListPage{}, fmt.Errorf("store: listing the oldest jobs needs a state filter, and a cursor from an oldest-first page of it")
 		}
-		return db.listOldest(f)
+		return db.listOldest(f, cur)
 	}
 	var page ListPage
 	err := db.view(func(tx *bolt.Tx) error {
@@ -141,18 +142,36 @@ func (db *DB) List(f ListFilter) (ListPage, error) {
 	return page, err
 }
 
-// listOldest walks each state's index forwards.
-func (db *DB) listOldest(f ListFilter) (ListPage, error) {
+// listOldest walks each state's index forwards, in the order of f.States,
+// after the index key cur (exclusive) when it is set. A full page has a
+// Next only when another job follows.
+func (db *DB) listOldest(f ListFilter, cur []byte) (ListPage, error) {
 	var page ListPage
 	err := db.view(func(tx *bolt.Tx) error {
 		b := bucketsOf(tx)
+		started := cur == nil
 		for _, s := range f.States {
 			sb := stateByte[s]
 			if sb == 0 {
 				return fmt.Errorf("store: unknown state %q", s)
 			}
+			from := []byte{sb}
+			if !started {
+				if cur[0] != sb {
+					continue
+				}
+				started, from = true, cur
+			}
 			c := b.index.Cursor()
-			for k, _ := c.Seek([]byte{sb}); k != nil && k[0] == sb && len(page.Jobs) < f.Limit; k, _ = c.Next() {
+			k, _ := c.Seek(from)
+			if k != nil && bytes.Equal(k, cur) {
+				k, _ = c.Next()
+			}
+			for ; k != nil && k[0] == sb; k, _ = c.Next() {
+				if len(page.Jobs) == f.Limit {
+					page.Next = hex.EncodeToString(indexKeyOf(page.Jobs[len(page.Jobs)-1]))
+					return nil
+				}
 				j, err := b.load(k[9:])
 				if err != nil {
 					return err
