@@ -105,6 +105,9 @@ func (m *Main) watch(ctx context.Context, args []string) error {
 	if err := m.parse(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usagef("watch: unexpected argument %q", fs.Arg(0))
+	}
 	if *interval < 100*time.Millisecond || *interval > time.Hour {
 		return &api.InvalidError{Field: "interval", Value: interval.String(), Accepted: "a duration from 100ms to 1h"}
 	}

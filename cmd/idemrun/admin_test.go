@@ -633,6 +633,34 @@ func TestRunnerSecondRunnerRefused(t *testing.T) {
 	}
 }
 
+// Bad demo flags are usage errors: exit 2 naming the flag, refused before
+// any target or runner starts.
+func TestDemoBadFlags(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"demo", "--workers", "0"}, "invalid workers"},
+		{[]string{"demo", "--workers", "-3"}, "invalid workers"},
+		{[]string{"demo", "--latency", "-5s"}, "invalid latency"},
+		{[]string{"demo", "--db", e.db}, "invalid db"},
+		{[]string{"demo", "--jobs", "10", "junk"}, "unexpected argument"},
+	} {
+		r := e.run(c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
+			t.Errorf("%v: got\n%s\nwant exit 2 naming %s and nothing on stdout", c.args, r, c.want)
+		}
+		if r.took > 5*time.Second {
+			t.Errorf("%v took %s to refuse, want quick", c.args, r.took)
+		}
+	}
+	if _, err := os.Stat(e.db); !os.IsNotExist(err) {
+		t.Errorf("refused demo created %s (stat err %v)", e.db, err)
+	}
+}
+
 // Bad bench flags are usage errors: exit 2 naming the flag, nothing run and
 // no profile file left behind.
 func TestBenchBadFlags(t *testing.T) {
@@ -656,6 +684,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"bench", "--db", filepath.Join(e.dir, "no-such-dir", "b.db")}, "existing directory"},
 		{[]string{"bench", "--db", filepath.Join(e.dir, "b.db"), "--dir", e.dir}, "not both"},
 		{[]string{"bench", "--profile-phase", "enqueue", "--cpuprofile", prof}, "profile-phase"},
+		{[]string{"bench", "--jobs", "10", "junk", "--cpuprofile", prof}, "unexpected argument"},
 		{[]string{"bench", "--max-conns-per-host", "-3"}, "max-conns-per-host"},
 		{[]string{"bench", "--http-transport", "curl", "--cpuprofile", prof}, "http-transport"},
 		{[]string{"bench", "--jobs", "0", "--cpuprofile", prof}, "jobs"},

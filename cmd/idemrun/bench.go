@@ -28,6 +28,9 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	if err := m.parse(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usagef("bench: unexpected argument %q", fs.Arg(0))
+	}
 	switch *phase {
 	case "all", "work", "many":
 	default:

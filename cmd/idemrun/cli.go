@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -238,7 +239,9 @@ func stateNames(ss []string) ([]store.State, error) {
 			if err != nil {
 				return nil, &api.InvalidError{Field: "--state", Value: fmt.Sprintf("%q", part), Accepted: "pending, running, unknown, succeeded, failed, needs_attention, canceled"}
 			}
-			out = append(out, st)
+			if !slices.Contains(out, st) { // a state named twice is listed once
+				out = append(out, st)
+			}
 		}
 	}
 	return out, nil

@@ -203,6 +203,15 @@ func TestCLIInvalidInputRefused(t *testing.T) {
 		{"status-url without placeholder", []string{"enqueue", "--url", u, "--status-url", "http://h/status"}, "invalid status-url"},
 		{"list unknown state", []string{"list", "--state", "nope"}, "--state"},
 		{"list limit 0", []string{"list", "--limit", "0"}, "invalid limit"},
+		{"list oldest without state", []string{"list", "--oldest"}, "invalid oldest"},
+		{"list json and json-page", []string{"list", "--json", "--json-page"}, "not both"},
+		{"from with max-attempts", []string{"enqueue", "--from", "-", "--max-attempts", "9"}, "--max-attempts cannot be combined with --from"},
+		{"from with key", []string{"enqueue", "--from", "-", "--key", "KK"}, "--key cannot be combined with --from"},
+		{"from with url", []string{"enqueue", "--from", "-", "--url", u}, "--url cannot be combined with --from"},
+		{"run status-budget 0", []string{"run", "--status-budget", "0"}, "invalid status-budget"},
+		{"run status-budget negative", []string{"run", "--status-budget", "-5"}, "invalid status-budget"},
+		{"run token file without admin", []string{"run", "--admin-token-file", "tok"}, "--admin-token-file"},
+		{"watch extra argument", []string{"watch", "--count", "1", "extra"}, "unexpected argument"},
 		{"unknown flag", []string{"stats", "--nope"}, "nope"},
 	}
 	before := e.dbState(e.db)
@@ -490,18 +499,36 @@ func TestCLIEnqueueFrom(t *testing.T) {
 		t.Errorf("enqueue --from with a bad line 2: got\n%s\nwant exit 2 naming line 2 and the url", r)
 	}
 	unknown := write("unknown.jsonl", `{"url":"http://127.0.0.1:9/c","colour":"red"}`)
-	if r := e.run("enqueue", "--from", unknown); r.code != 2 || !strings.Contains(r.stderr, "line 1") {
-		t.Errorf("enqueue --from with an unknown field: got\n%s\nwant exit 2 naming line 1", r)
+	if r := e.run("enqueue", "--from", unknown); r.code != 2 || !strings.Contains(r.stderr, "line 1") || !strings.Contains(r.stderr, "colour") {
+		t.Errorf("enqueue --from with an unknown field: got\n%s\nwant exit 2 naming line 1 and the field", r)
+	}
+	// A value of the wrong shape: the error names the line, the field and
+	// the value, and says what the field takes.
+	for _, c := range []struct{ line, field, value, accepted string }{
+		{`{"url":"http://127.0.0.1:9/c","deadline":"banana"}`, "deadline", "banana", "duration"},
+		{`{"url":"http://127.0.0.1:9/c","max_attempts":"5"}`, "max_attempts", `5`, "integer"},
+		{`{"url":"http://127.0.0.1:9/c","key_format":"bogus"}`, "key_format", "bogus", "structured"},
+		{`{"url":"http://127.0.0.1:9/c","no_effect_statuses":503}`, "no_effect_statuses", "503", "array"},
+		{`["not","an","object"]`, "line 1", "not", "JSON object"},
+	} {
+		f := write("shape.jsonl", c.line)
+		r := e.run("enqueue", "--from", f)
+		for _, want := range []string{"line 1", c.field, c.value, c.accepted} {
+			if r.code != 2 || !strings.Contains(r.stderr, want) {
+				t.Errorf("enqueue --from %s: got\n%s\nwant exit 2 and a message containing %q", c.line, r, want)
+			}
+		}
 	}
 	if after := e.dbState(e.db); after != before {
 		t.Errorf("refused --from changed the database:\n got %s\nwant %s", after.stats, before.stats)
 	}
 	conflict := write("conflict.jsonl",
+		``,
 		`{"url":"http://127.0.0.1:9/a","key":"from-a","data":"two"}`,
-		`{"url":"http://127.0.0.1:9/e","key":"from-e"}`)
+		`{"url":"http://127.0.0.1:9/e","key":"from-e","key_format":"structured","no_effect_statuses":[503]}`)
 	r = e.run("enqueue", "--from", conflict)
-	if r.code != 1 || !strings.Contains(r.stderr, jobs[0]["id"].(string)) {
-		t.Errorf("enqueue --from with a key conflict: got\n%s\nwant exit 1 naming job %v", r, jobs[0]["id"])
+	if r.code != 1 || !strings.Contains(r.stderr, jobs[0]["id"].(string)) || !strings.Contains(r.stderr, "--from line 2:") {
+		t.Errorf("enqueue --from with a key conflict on line 2: got\n%s\nwant exit 1 naming line 2 and job %v", r, jobs[0]["id"])
 	}
 	if j := e.showJob("from-e"); j["state"] != "pending" {
 		t.Errorf("the valid job beside a conflict: got %v, want it stored pending", j)

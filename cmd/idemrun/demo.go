@@ -11,7 +11,7 @@ import (
 )
 
 func (m *Main) demo(ctx context.Context, args []string) error {
-	fs, _ := m.flags("demo", "[--jobs N] [--kills N] [--workers N] [--dedup] [--lose P] [--busy P] ... [--json]")
+	fs, db := m.flags("demo", "[--jobs N] [--kills N] [--workers N] [--dedup] [--lose P] [--busy P] ... [--json]")
 	f := demo.DefaultFaults()
 	jobs := fs.Int("jobs", 1000, "payment creates to enqueue")
 	kills := fs.Int("kills", 3, "times the runner is killed with SIGKILL")
@@ -33,6 +33,18 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	verbose := fs.Bool("verbose", false, "show the runner processes' logs")
 	if err := m.parse(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("demo: unexpected argument %q", fs.Arg(0))
+	}
+	if *db != "" {
+		return &api.InvalidError{Field: "db", Value: fmt.Sprintf("%q", *db), Accepted: "nothing: the demo always works on its own scratch database, which it deletes"}
+	}
+	if *workers < 1 || *workers > 10000 {
+		return &api.InvalidError{Field: "workers", Value: fmt.Sprint(*workers), Accepted: "an integer from 1 to 10000"}
+	}
+	if f.Latency < 0 || f.Latency > time.Minute {
+		return &api.InvalidError{Field: "latency", Value: f.Latency.String(), Accepted: "a duration from 0 to 1m"}
 	}
 	if *jobs < 1 || *jobs > 1000000 {
 		return &api.InvalidError{Field: "jobs", Value: fmt.Sprint(*jobs), Accepted: "1 to 1000000"}

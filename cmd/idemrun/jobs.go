@@ -43,6 +43,14 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 		return usagef("enqueue: unexpected argument %q", fs.Arg(0))
 	}
 	if *from != "" {
+		// Each line carries its own job; a single-job flag beside --from
+		// would be dropped, so it is refused.
+		for _, name := range []string{"url", "method", "header", "data", "data-file", "key", "key-format", "status-url",
+			"key-ttl", "max-attempts", "deadline", "attempt-timeout", "replay-safe", "no-effect-status"} {
+			if fs.Changed(name) {
+				return usagef("enqueue: --%s cannot be combined with --from: each JSON line gives its own job's fields (%s)", name, fromFieldList)
+			}
+		}
 		return m.enqueueFrom(ctx, m.dbPath(*db), *from, *allow, *asJSON)
 	}
 	if *url == "" {
@@ -153,12 +161,80 @@ type jsonLine struct {
 	HeaderLines    []string          `json:"header_lines"`
 	Data           *string           `json:"data"`
 	Key            string            `json:"key"`
+	KeyFormat      string            `json:"key_format"`
 	StatusURL      string            `json:"status_url"`
 	KeyTTL         api.Duration      `json:"key_ttl"`
 	MaxAttempts    int               `json:"max_attempts"`
 	Deadline       api.Duration      `json:"deadline"`
 	AttemptTimeout api.Duration      `json:"attempt_timeout"`
 	ReplaySafe     bool              `json:"replay_safe"`
+	NoEffectStatus []int             `json:"no_effect_statuses"`
+}
+
+// fromFieldList names the fields of a --from line.
+const fromFieldList = "url, method, headers, header_lines, data, key, key_format, status_url, key_ttl, max_attempts, deadline, attempt_timeout, replay_safe, no_effect_statuses"
+
+// fromFields is what each field of a --from line accepts, for errors.
+var fromFields = map[string]string{
+	"url":                `a string: an absolute http:// or https:// URL`,
+	"method":             `a string such as "POST"`,
+	"headers":            `an object of header names to string values`,
+	"header_lines":       `an array of "Name: value" strings`,
+	"data":               `a string: the request body`,
+	"key":                `a string: the idempotency key`,
+	"key_format":         `"token" or "structured"`,
+	"status_url":         `a string: the status URL template with {key} and/or {id}`,
+	"key_ttl":            `a duration string such as "24h", or nanoseconds`,
+	"max_attempts":       `an integer from 1 to 100`,
+	"deadline":           `a duration string such as "15m", or nanoseconds`,
+	"attempt_timeout":    `a duration string such as "10s", or nanoseconds`,
+	"replay_safe":        `true or false`,
+	"no_effect_statuses": `an array of HTTP statuses such as [503]`,
+}
+
+// parseJSONLine decodes one --from line field by field, so an error names
+// the field and its value.
+func parseJSONLine(text string, line int) (jsonLine, error) {
+	var jl jsonLine
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(text), &raw); err != nil || raw == nil {
+		why := "not a JSON object"
+		if err != nil {
+			why = err.Error()
+		}
+		return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d", line), Value: quoteShortCLI(text),
+			Accepted: "one JSON object per line with the fields " + fromFieldList + " (" + why + ")"}
+	}
+	names := make([]string, 0, len(raw))
+	for n := range raw {
+		names = append(names, n)
+	}
+	slices.Sort(names) // the first bad field, the same on every run
+	targets := map[string]any{
+		"url": &jl.URL, "method": &jl.Method, "headers": &jl.Headers, "header_lines": &jl.HeaderLines, "data": &jl.Data,
+		"key": &jl.Key, "key_format": &jl.KeyFormat, "status_url": &jl.StatusURL, "key_ttl": &jl.KeyTTL,
+		"max_attempts": &jl.MaxAttempts, "deadline": &jl.Deadline, "attempt_timeout": &jl.AttemptTimeout,
+		"replay_safe": &jl.ReplaySafe, "no_effect_statuses": &jl.NoEffectStatus,
+	}
+	for _, n := range names {
+		dst, ok := targets[n]
+		if !ok {
+			return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d", line), Value: fmt.Sprintf("field %q", n),
+				Accepted: "the fields " + fromFieldList}
+		}
+		if err := json.Unmarshal(raw[n], dst); err != nil {
+			return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d: %s", line, n), Value: quoteShortCLI(string(raw[n])), Accepted: fromFields[n]}
+		}
+	}
+	return jl, nil
+}
+
+// quoteShortCLI quotes s, cut to 64 bytes.
+func quoteShortCLI(s string) string {
+	if len(s) > 64 {
+		return fmt.Sprintf("%q… (%d bytes)", s[:64], len(s))
+	}
+	return fmt.Sprintf("%q", s)
 }
 
 func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []string, asJSON bool) error {
@@ -172,6 +248,7 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 		r = f
 	}
 	var items []api.ManyItem
+	var lines []int // the file line of each item
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 2*api.MaxBodyLen+64<<10)
 	line := 0
@@ -181,11 +258,9 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 		if text == "" {
 			continue
 		}
-		var jl jsonLine
-		dec := json.NewDecoder(strings.NewReader(text))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&jl); err != nil {
-			return &api.InvalidError{Field: fmt.Sprintf("--from line %d", line), Value: "(JSON)", Accepted: "one JSON object per line with url, method, headers, data, key, status_url, key_ttl, max_attempts, deadline, attempt_timeout (" + err.Error() + ")"}
+		jl, err := parseJSONLine(text, line)
+		if err != nil {
+			return err
 		}
 		req := api.Request{Method: jl.Method, URL: jl.URL}
 		names := make([]string, 0, len(jl.Headers))
@@ -207,11 +282,20 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 			req.Body = []byte(*jl.Data)
 		}
 		o := api.EnqueueOptions{Key: jl.Key, StatusURL: jl.StatusURL, KeyTTL: time.Duration(jl.KeyTTL), MaxAttempts: jl.MaxAttempts,
-			Deadline: time.Duration(jl.Deadline), AttemptTimeout: time.Duration(jl.AttemptTimeout), ReplaySafe: jl.ReplaySafe}
+			Deadline: time.Duration(jl.Deadline), AttemptTimeout: time.Duration(jl.AttemptTimeout), ReplaySafe: jl.ReplaySafe,
+			NoEffectStatuses: jl.NoEffectStatus}
+		if jl.KeyFormat != "" {
+			kf, err := idemkey.ParseFormat(jl.KeyFormat)
+			if err != nil {
+				return &api.InvalidError{Field: fmt.Sprintf("--from line %d: key_format", line), Value: fmt.Sprintf("%q", jl.KeyFormat), Accepted: fromFields["key_format"]}
+			}
+			o.KeyFormat = kf
+		}
 		if _, err := api.Validate(req, o, allow); err != nil {
 			return fmt.Errorf("--from line %d: %w", line, err)
 		}
 		items = append(items, api.ManyItem{Request: req, Options: o})
+		lines = append(lines, line)
 		if len(items) > 100000 {
 			return &api.InvalidError{Field: "from", Value: "(over 100000 lines)", Accepted: "at most 100000 jobs per call"}
 		}
@@ -233,8 +317,8 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 	for i, r := range res {
 		if r.Err != nil {
 			failed++
-			fmt.Fprintf(m.Stderr, "idemrun: job %d: %v\n", i+1, r.Err)
-			out = append(out, map[string]any{"error": r.Err.Error()})
+			fmt.Fprintf(m.Stderr, "idemrun: --from line %d: %v\n", lines[i], r.Err)
+			out = append(out, map[string]any{"error": r.Err.Error(), "line": lines[i]})
 			continue
 		}
 		r.Job.Existing = r.Existing
@@ -254,12 +338,13 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 }
 
 func (m *Main) list(ctx context.Context, args []string) error {
-	fs, db := m.flags("list", "[--state STATE]... [--limit N] [--cursor C] [--json]")
+	fs, db := m.flags("list", "[--state STATE]... [--oldest] [--limit N] [--cursor C] [--json | --json-page]")
 	states := fs.StringArray("state", nil, "only jobs in this state (repeatable)")
 	limit := fs.Int("limit", 50, fmt.Sprintf("page size (1-%d)", store.MaxListLimit))
 	cursor := fs.String("cursor", "", "continue after a previous page (printed as next)")
 	oldest := fs.Bool("oldest", false, "oldest first within each --state (earliest next run / least recently updated)")
-	asJSON := fs.Bool("json", false, "print a JSON array of jobs")
+	asJSON := fs.Bool("json", false, "print a JSON array of jobs (the next page's command goes to stderr)")
+	pageJSON := fs.Bool("json-page", false, `print the page as JSON: {"jobs": [...], "next": CURSOR}, next absent on the last page`)
 	if err := m.parse(fs, args); err != nil {
 		return err
 	}
@@ -273,24 +358,34 @@ func (m *Main) list(ctx context.Context, args []string) error {
 	if *limit < 1 || *limit > store.MaxListLimit {
 		return &api.InvalidError{Field: "limit", Value: fmt.Sprint(*limit), Accepted: fmt.Sprintf("an integer from 1 to %d", store.MaxListLimit)}
 	}
+	if *oldest && len(ss) == 0 {
+		return &api.InvalidError{Field: "oldest", Value: "true", Accepted: "--oldest together with at least one --state"}
+	}
+	if *asJSON && *pageJSON {
+		return usagef("list: give --json or --json-page, not both")
+	}
 	svc, err := m.openService(m.dbPath(*db), false)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	if *oldest && len(ss) == 0 {
-		return &api.InvalidError{Field: "oldest", Value: "true", Accepted: "--oldest together with at least one --state"}
-	}
 	page, err := svc.List(ctx, api.ListFilter{States: ss, Limit: *limit, Cursor: *cursor, Oldest: *oldest})
 	if err != nil {
 		return err
 	}
+	if page.Jobs == nil {
+		page.Jobs = []*api.Job{}
+	}
+	if *pageJSON {
+		return m.printJSON(page)
+	}
+	more := ""
+	if page.Next != "" {
+		more = nextPageCommand(*db, ss, *limit, *oldest, page.Next)
+	}
 	if *asJSON {
-		if page.Jobs == nil {
-			page.Jobs = []*api.Job{}
-		}
-		if page.Next != "" {
-			fmt.Fprintf(m.Stderr, "next: idemrun list --cursor %s\n", page.Next)
+		if more != "" {
+			fmt.Fprintf(m.Stderr, "next: %s\n", more)
 		}
 		return m.printJSON(page.Jobs)
 	}
@@ -308,10 +403,45 @@ func (m *Main) list(ctx context.Context, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if page.Next != "" {
-		fmt.Fprintf(m.Stdout, "more: idemrun list --cursor %s\n", page.Next)
+	if more != "" {
+		fmt.Fprintf(m.Stdout, "more: %s\n", more)
 	}
 	return nil
+}
+
+// nextPageCommand is the list command that prints the page after this one:
+// the same filters, order and page size, and the cursor.
+func nextPageCommand(db string, ss []store.State, limit int, oldest bool, next string) string {
+	parts := []string{"idemrun list"}
+	if db != "" {
+		parts = append(parts, "--db "+shellQuote(db))
+	}
+	for _, s := range ss {
+		parts = append(parts, "--state "+string(s))
+	}
+	if oldest {
+		parts = append(parts, "--oldest")
+	}
+	if limit != 50 {
+		parts = append(parts, fmt.Sprintf("--limit %d", limit))
+	}
+	return strings.Join(append(parts, "--cursor "+next), " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but safe
+// characters.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func trunc(s string, n int) string {

@@ -57,6 +57,12 @@ func (m *Main) run(ctx context.Context, args []string) error {
 			return &api.InvalidError{Field: name, Value: d.String(), Accepted: "a positive duration up to 24h"}
 		}
 	}
+	if *statusBudget < 1 || *statusBudget > 10000 {
+		return &api.InvalidError{Field: "status-budget", Value: fmt.Sprint(*statusBudget), Accepted: "an integer from 1 to 10000"}
+	}
+	if *tokenFile != "" && *adminAddr == "" {
+		return usagef("run: --admin-token-file is the token of the TCP admin API; give --admin ADDR with it (the unix socket needs no token)")
+	}
 	if *keyRetention < 0 {
 		return &api.InvalidError{Field: "key-retention", Value: keyRetention.String(), Accepted: "a duration ≥ 0 (values below --retention mean keys go with their jobs)"}
 	}
