@@ -177,9 +177,26 @@ func (m *Main) parse(fs *pflag.FlagSet, args []string) error {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
 		}
+		if ive, ok := errors.AsType[*pflag.InvalidValueError](err); ok {
+			if accepted, ok := acceptedByType[ive.GetFlag().Value.Type()]; ok {
+				return &api.InvalidError{Field: ive.GetFlag().Name, Value: fmt.Sprintf("%q", ive.GetValue()), Accepted: accepted}
+			}
+		}
 		return usagef("%s: %v", fs.Name(), err)
 	}
 	return nil
+}
+
+// acceptedByType says what a flag of each pflag value type takes, for the
+// error a value that does not parse gets.
+var acceptedByType = map[string]string{
+	"duration":    "a duration such as 500ms, 30s, 5m or 2h",
+	"int":         "an integer",
+	"uint64":      "a non-negative integer",
+	"float64":     "a number such as 0.05",
+	"bool":        "true or false",
+	"intSlice":    "integers separated by commas, such as 503,502",
+	"stringArray": "a string",
 }
 
 func (m *Main) dbPath(flag string) string {
