@@ -60,10 +60,22 @@ func (db *DB) Seed(ctx context.Context, jobs []*Job) error {
 	}
 	return db.write(func(tx *bolt.Tx) error {
 		b := db.writeBuckets(tx)
+		// The same rules as Enqueue: one job per key and per id, stored or
+		// earlier in this call; nothing is written unless every job passes.
+		keys := make(map[string]bool, len(jobs))
+		ids := make(map[string]bool, len(jobs))
 		for _, j := range jobs {
-			if b.keys.Get([]byte(j.Key)) != nil {
+			if b.keys.Get([]byte(j.Key)) != nil || keys[j.Key] {
 				return fmt.Errorf("store: seed: key %q already used", j.Key)
 			}
+			id, err := idBytes(j.ID)
+			if err != nil {
+				return err
+			}
+			if b.jobs.Get(id) != nil || ids[string(id)] {
+				return fmt.Errorf("store: seed: job id %s already used", j.ID)
+			}
+			keys[j.Key], ids[string(id)] = true, true
 		}
 		for i, j := range jobs {
 			if err := b.insert(j, recs[i]); err != nil {

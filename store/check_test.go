@@ -56,6 +56,11 @@ func TestCheckFindsDamage(t *testing.T) {
 		if err := b.keys.Put([]byte("ghost"), ghost[:]); err != nil {
 			return err
 		}
+		// A second key pointing at job b, whose own key is "b".
+		bid, _ := uuid.Parse(ids[1])
+		if err := b.keys.Put([]byte("stray"), bid[:]); err != nil {
+			return err
+		}
 		c, _ := uuid.Parse(ids[2])
 		return b.jobs.Put(c[:], []byte("\x01{not json"))
 	})
@@ -80,6 +85,7 @@ func TestCheckFindsDamage(t *testing.T) {
 		"counter failed = 7",
 		"index entry missing",
 		`key "ghost" maps to missing job`,
+		`key "stray" maps to job`, // … whose key is "b"
 		"corrupt job record",
 		"index entry", // the damaged record's entry has no decodable job
 	} {

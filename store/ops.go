@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -538,6 +539,9 @@ func finishRecord(c Claim, fn TransitionFunc) (*Job, []byte, []byte, error) {
 	if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence {
 		return nil, nil, nil, fmt.Errorf("store: job %s: id, key and fence never change in a finish", old.ID)
 	}
+	if !sameRequest(old, j) {
+		return nil, nil, nil, fmt.Errorf("store: job %s: %w", old.ID, errRequestChanged)
+	}
 	if j.State != old.State && !Legal(old.State, j.State) {
 		return nil, nil, nil, &TransitionError{JobID: j.ID, From: old.State, To: j.State}
 	}
@@ -692,6 +696,18 @@ func claimNextIn(b buckets, next NextClaim) (*Claim, error) {
 	return nil, nil
 }
 
+// errRequestChanged refuses a write that changes what a job sends (P2: one
+// key, one request, for life).
+var errRequestChanged = errors.New("its request (method, URL, headers, body), fingerprint and key format never change after enqueue")
+
+// sameRequest reports whether a and b send the same bytes with the same
+// key: method, URL, headers in order, body, fingerprint and key format.
+func sameRequest(a, b *Job) bool {
+	return a.Request.Method == b.Request.Method && a.Request.URL == b.Request.URL &&
+		slices.Equal(a.Request.Header, b.Request.Header) && bytes.Equal(a.Request.Body, b.Request.Body) &&
+		a.Fingerprint == b.Fingerprint && a.KeyFormat == b.KeyFormat
+}
+
 // TransitionFunc changes a loaded job (state, fields, history). Returning an
 // error refuses the change; nothing is written.
 type TransitionFunc func(j *Job) error
@@ -728,6 +744,9 @@ func (db *DB) transition(id string, fn TransitionFunc) (*Job, error) {
 		}
 		if j.ID != old.ID || j.Key != old.Key {
 			return fmt.Errorf("store: job %s: id and key never change", old.ID)
+		}
+		if !sameRequest(old, j) {
+			return fmt.Errorf("store: job %s: %w", old.ID, errRequestChanged)
 		}
 		if j.State != old.State && !Legal(old.State, j.State) {
 			return &TransitionError{JobID: j.ID, From: old.State, To: j.State}

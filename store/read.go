@@ -297,6 +297,7 @@ func (db *DB) Check() (CheckReport, error) {
 		b := bucketsOf(tx)
 		counts := map[State]int64{}
 		wantIndex := map[string]bool{}
+		keyOf := map[string]string{} // job id bytes → its key
 		if err := b.jobs.ForEach(func(k, v []byte) error {
 			rep.Jobs++
 			j, err := DecodeRecord(v)
@@ -309,6 +310,7 @@ func (db *DB) Check() (CheckReport, error) {
 				add("job %x: record says id %s", k, j.ID)
 			}
 			counts[j.State]++
+			keyOf[string(k)] = j.Key
 			ik := indexKeyOf(j)
 			wantIndex[string(ik)] = true
 			if b.index.Get(ik) == nil {
@@ -344,6 +346,8 @@ func (db *DB) Check() (CheckReport, error) {
 			}
 			if b.jobs.Get(v) == nil {
 				add("key %q maps to missing job %x", k, v)
+			} else if jk, ok := keyOf[string(v)]; ok && jk != string(k) {
+				add("key %q maps to job %x, whose key is %q", k, v, jk)
 			}
 			return nil
 		}); err != nil {
