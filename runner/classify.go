@@ -189,10 +189,15 @@ func classifyTransport(err error, p Progress, shuttingDown bool) Verdict {
 		}
 		return Verdict{Class: ClassNoEffect, Reason: classifyNotSent(err, text, p, shuttingDown)}
 	}
-	if reason, ok := classifyHTTP2Refused(text); ok {
+	// Only net/http's own words count, never text it quotes from the
+	// server (a malformed header line, GOAWAY debug data): the server
+	// chooses those bytes after doing the work, so they can prove no
+	// refusal and name no cause.
+	own := classifyUnquoted(text)
+	if reason, ok := classifyHTTP2Refused(own); ok {
 		return Verdict{Class: ClassNoEffect, Reason: reason}
 	}
-	return Verdict{Class: ClassUnknown, Reason: classifyAfterSend(err, text, p, shuttingDown)}
+	return Verdict{Class: ClassUnknown, Reason: classifyAfterSend(err, own, p, shuttingDown)}
 }
 
 // classifyErrorText is err's message with *url.Error layers peeled off: their
@@ -280,6 +285,29 @@ func classifyNotSent(err error, text string, p Progress, shuttingDown bool) stri
 		return "connection failed before sending"
 	default:
 		return "no connection: request not sent"
+	}
+}
+
+// classifyUnquoted is text with its Go-quoted ("%q") parts emptied:
+// net/http quotes what the server sent (malformed status and header
+// lines, GOAWAY debug data), and no phrase the server chose may count as
+// proof that it did not process the request. An unterminated quote drops
+// the rest of the text.
+func classifyUnquoted(text string) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(text, '"')
+		if i < 0 {
+			b.WriteString(text)
+			return b.String()
+		}
+		b.WriteString(text[:i])
+		q, err := strconv.QuotedPrefix(text[i:])
+		if err != nil {
+			return b.String()
+		}
+		b.WriteString(`""`)
+		text = text[i+len(q):]
 	}
 }
 

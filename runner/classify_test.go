@@ -14,6 +14,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -253,6 +254,9 @@ func TestClassifyError(t *testing.T) {
 		{"refused stream before headers", post(errors.New("stream error: stream ID 3; REFUSED_STREAM")), classifyNothing, false, ClassifyRules{}, ClassNoEffect, "not sent"},
 		{"goaway graceful", post(errors.New("http2: Transport received Server's graceful shutdown GOAWAY")), classifyWritten, false, ClassifyRules{}, ClassNoEffect, "GOAWAY before our stream"},
 		{"goaway first stream", post(errors.New("http2: Transport received GOAWAY from server ErrCode:PROTOCOL_ERROR")), classifyWritten, false, ClassifyRules{}, ClassNoEffect, "GOAWAY before our stream"},
+		{"refused-stream phrase quoted from a header line", post(errors.New(`malformed MIME header line: "X-Upstream-Error (h2): stream error: stream ID 1; REFUSED_STREAM"`)), classifyWritten, false, ClassifyRules{}, ClassUnknown, "after sending"},
+		{"goaway phrase quoted from a header line", post(errors.New(`malformed MIME header line: "X-E: http2: Transport received GOAWAY from server"`)), classifyWritten, false, ClassifyRules{}, ClassUnknown, "after sending"},
+		{"goaway phrase in the server's debug data", post(errors.New(`http2: server sent GOAWAY and closed the connection; LastStreamID=5, ErrCode=NO_ERROR, debug="http2: Transport received Server's graceful shutdown GOAWAY"`)), classifyWritten, false, ClassifyRules{}, ClassUnknown, "GOAWAY, our stream may have been received"},
 		{"goaway stream id unknown", post(errors.New(`http2: server sent GOAWAY and closed the connection; LastStreamID=5, ErrCode=NO_ERROR, debug=""`)), classifyWritten, false, ClassifyRules{}, ClassUnknown, "GOAWAY, our stream may have been received"},
 		{"phrase only in URL", &url.Error{Op: "Post", URL: "http://127.0.0.1/?q=REFUSED_STREAM+invalid+header+field", Err: io.EOF}, classifyWritten, false, ClassifyRules{}, ClassUnknown, "EOF"},
 
@@ -665,4 +669,29 @@ func BenchmarkClassifyError(b *testing.B) {
 			b.Fatalf("class %q, want unknown", v.Class)
 		}
 	}
+}
+
+// FuzzClassifyUnquoted: emptying the quoted parts of an error text never
+// grows it beyond the empty quotes it leaves, keeps a text without quotes
+// as it is, and leaves no refusal phrase that sat inside quotes.
+func FuzzClassifyUnquoted(f *testing.F) {
+	for _, s := range []string{
+		``, `plain`, `a "b" c`, `"unterminated`, `x "\"escaped\"" y`,
+		`malformed MIME header line: "X: stream error: stream ID 1; REFUSED_STREAM"`,
+		`debug="http2: Transport received GOAWAY from server"`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := classifyUnquoted(s)
+		if !strings.Contains(s, `"`) && got != s {
+			t.Fatalf("classifyUnquoted(%q) = %q, want it unchanged", s, got)
+		}
+		if len(got) > len(s)+2 {
+			t.Fatalf("classifyUnquoted(%q) = %q, longer than its input", s, got)
+		}
+		if q, err := strconv.QuotedPrefix(s); err == nil && q == s && s[0] == '"' && got != `""` {
+			t.Fatalf("classifyUnquoted of a quoted string %q = %q, want \"\"", s, got)
+		}
+	})
 }
