@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemrun/idemrun/idemkey"
 	"github.com/idemrun/idemrun/internal/parallel"
@@ -436,6 +437,12 @@ func (c *Client) resolveID(idOrKey string) (string, error) {
 }
 
 func checkSteer(actor, note string) error {
+	if !utf8.ValidString(note) {
+		return &InvalidError{Field: "note", Value: "(not valid UTF-8)", Accepted: "text in valid UTF-8"}
+	}
+	if !utf8.ValidString(actor) {
+		return &InvalidError{Field: "actor", Value: "(not valid UTF-8)", Accepted: "text in valid UTF-8"}
+	}
 	if len(note) > MaxNoteLen {
 		return invalid("note", note, fmt.Sprintf("at most %d bytes", MaxNoteLen))
 	}

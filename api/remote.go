@@ -31,13 +31,27 @@ type Remote struct {
 var _ Service = (*Remote)(nil)
 
 // DialSocket connects to the admin socket beside the database at dbPath and
-// checks that it answers within 2 seconds.
+// checks that it answers within 2 seconds. The socket must be this user's
+// and, where the system tells, so must the process serving it: a socket
+// another user put there is refused, so no credential goes to it and no
+// answer from it is trusted.
 func DialSocket(dbPath string) (*Remote, error) {
 	sock := SocketPath(dbPath)
+	if err := checkSocketFile(sock); err != nil {
+		return nil, fmt.Errorf("admin socket refused: %w", err)
+	}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
+			c, err := d.DialContext(ctx, "unix", sock)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkPeer(c); err != nil {
+				c.Close()
+				return nil, fmt.Errorf("admin socket refused: %w", err)
+			}
+			return c, nil
 		},
 		MaxIdleConnsPerHost: 4,
 	}
@@ -138,18 +152,45 @@ func (r *Remote) Enqueue(ctx context.Context, req Request, o EnqueueOptions) (En
 	return EnqueueResult{Job: out.Job, Existing: out.Existing}, nil
 }
 
-// EnqueueMany enqueues a batch through the runner.
-func (r *Remote) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResult, error) {
+// batchBody is the admin API's body for a batch enqueue of items, refused
+// when it is over MaxAdminBatchBody.
+func batchBody(items []ManyItem) ([]byte, error) {
 	in := struct {
 		Jobs []WireEnqueue `json:"jobs"`
-	}{}
+	}{Jobs: make([]WireEnqueue, 0, len(items))}
 	for _, it := range items {
 		in.Jobs = append(in.Jobs, toWire(it.Request, it.Options))
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxAdminBatchBody {
+		return nil, &InvalidError{Field: "batch", Value: fmt.Sprintf("(%d jobs, %d bytes as the admin API carries them)", len(items), len(b)),
+			Accepted: fmt.Sprintf("at most %d bytes (64 MiB) per batch; split it into smaller ones", MaxAdminBatchBody)}
+	}
+	return b, nil
+}
+
+// CheckBatch refuses a batch the admin API could not carry in one request
+// (over MaxAdminBatchBody once encoded), so a caller such as the CLI can
+// hold every batch to the same limit whether a runner holds the file or
+// not.
+func CheckBatch(items []ManyItem) error {
+	_, err := batchBody(items)
+	return err
+}
+
+// EnqueueMany enqueues a batch through the runner.
+func (r *Remote) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResult, error) {
+	in, err := batchBody(items)
+	if err != nil {
+		return nil, err
 	}
 	var out struct {
 		Results []wireManyResult `json:"results"`
 	}
-	if err := r.do(ctx, http.MethodPost, "/v1/jobs/batch", in, &out); err != nil {
+	if err := r.do(ctx, http.MethodPost, "/v1/jobs/batch", json.RawMessage(in), &out); err != nil {
 		return nil, err
 	}
 	res := make([]ManyResult, len(out.Results))
@@ -199,6 +240,11 @@ func (r *Remote) Stats(ctx context.Context) (Stats, error) {
 }
 
 func (r *Remote) steer(ctx context.Context, op, id string, in wireSteer) (*Job, error) {
+	// Checked here too: JSON would change bytes that are not UTF-8 before
+	// the runner could refuse them.
+	if err := checkSteer(in.Actor, in.Note); err != nil {
+		return nil, err
+	}
 	var j Job
 	if err := r.do(ctx, http.MethodPost, "/v1/jobs/"+pathSegment(id)+"/"+op, in, &j); err != nil {
 		return nil, err

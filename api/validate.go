@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemrun/idemrun/idemkey"
 	"github.com/idemrun/idemrun/internal/httpsyntax"
@@ -80,6 +81,10 @@ func ValidateURL(field, raw string) error {
 			return invalid(field, shown(), acc+" (no spaces or control characters)")
 		}
 	}
+	if !utf8.ValidString(raw) {
+		// JSON (the admin API) would change such bytes on the way.
+		return invalid(field, shown(), acc+" (valid UTF-8; percent-encode other bytes)")
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return invalid(field, shown(), acc)
@@ -123,7 +128,10 @@ func ParseHeaderLine(line string) (Header, error) {
 	const acc = "'Name: value' with a valid header name and no CR or LF"
 	name, value, ok := strings.Cut(line, ":")
 	if !ok {
-		return Header{}, invalid("header", line, acc+" (no colon found)")
+		// Only the first word is shown: without its colon the line may be
+		// a credential ("Authorization Bearer sk_…").
+		first, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		return Header{}, invalid("header", first+" …", acc+" (no colon found)")
 	}
 	h := Header{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)}
 	return h, validateHeader(h)
@@ -136,6 +144,11 @@ func validateHeader(h Header) error {
 	}
 	if !httpsyntax.ValidHeaderValue(h.Value) {
 		return &InvalidError{Field: "header " + h.Name, Value: "(value with CR, LF or control characters)", Accepted: acc}
+	}
+	if !utf8.ValidString(h.Value) {
+		// JSON (the admin API) would change such bytes on the way, and the
+		// job would send other bytes than were enqueued.
+		return &InvalidError{Field: "header " + h.Name, Value: "(value that is not valid UTF-8)", Accepted: acc + ", in valid UTF-8"}
 	}
 	switch http.CanonicalHeaderKey(h.Name) {
 	case "Host":
@@ -212,9 +225,14 @@ func (c *Client) validate(req *Request, o *EnqueueOptions) error {
 		if len(o.StatusURL) > MaxTemplateLen {
 			return &InvalidError{Field: "status-url", Value: fmt.Sprintf("(%d bytes)", len(o.StatusURL)), Accepted: fmt.Sprintf("at most %d bytes", MaxTemplateLen)}
 		}
+		// Shown redacted: the template may carry credentials.
+		shownTpl := quoteShort(redact.New(nil, nil).URL(o.StatusURL))
+		if !utf8.ValidString(o.StatusURL) {
+			return &InvalidError{Field: "status-url", Value: shownTpl, Accepted: "an http(s) URL template in valid UTF-8 (percent-encode other bytes)"}
+		}
 		tpl, err := c.template(o.StatusURL)
 		if err != nil {
-			return &InvalidError{Field: "status-url", Value: quoteShort(o.StatusURL), Accepted: "an http(s) URL template containing {key} or {id}, e.g. https://api.example.com/payments?key={key} (" + err.Error() + ")"}
+			return &InvalidError{Field: "status-url", Value: shownTpl, Accepted: "an http(s) URL template containing {key} or {id}, e.g. https://api.example.com/payments?key={key} (" + redact.New(nil, nil).String(err.Error(), redact.New(nil, nil).Secrets(nil, o.StatusURL)...) + ")"}
 		}
 		if c.allow != nil {
 			if err := c.checkHost(strings.NewReplacer("{key}", "k", "{id}", "i").Replace(o.StatusURL)); err != nil {

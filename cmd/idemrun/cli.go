@@ -222,8 +222,12 @@ func (m *Main) openService(path string, create bool) (api.Service, error) {
 	// A socket beside the file usually means a runner holds it: ask it
 	// first, so commands do not wait out the lock timeout.
 	if _, err := os.Stat(api.SocketPath(path)); err == nil {
-		if rem, err := api.DialSocket(path); err == nil {
+		rem, err := api.DialSocket(path)
+		if err == nil {
 			return rem, nil
+		}
+		if strings.Contains(err.Error(), "admin socket refused") {
+			fmt.Fprintf(m.Stderr, "idemrun: warning: %v; opening the file instead\n", err)
 		}
 	}
 	opts := &api.Options{LockTimeout: 300 * time.Millisecond, MustExist: !create, Warn: m.Stderr}

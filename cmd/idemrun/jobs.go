@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -302,6 +303,14 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 	}
 	if err := sc.Err(); err != nil {
 		return &api.InvalidError{Field: "from", Value: fmt.Sprintf("line %d", line+1), Accepted: "lines of at most 2 MiB (" + err.Error() + ")"}
+	}
+	// The same limit whether a runner holds the file (the batch then goes
+	// through its admin API in one request) or not.
+	if err := api.CheckBatch(items); err != nil {
+		if ie, ok := errors.AsType[*api.InvalidError](err); ok {
+			return &api.InvalidError{Field: "from", Value: ie.Value, Accepted: ie.Accepted}
+		}
+		return err
 	}
 	svc, err := m.openService(path, true)
 	if err != nil {
