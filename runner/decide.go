@@ -171,7 +171,7 @@ func (r *Runner) decideAfterAttempt(j *store.Job, v Verdict, res sendResult, now
 		}
 		j.MayHaveEffect = true
 		if r.canQuery(j) {
-			return r.toUnknown(j, now, max(r.cfg.QuietPeriod, retryAfterOf(v, res, now)), "the target reports this key in progress (409); checking status")
+			return r.queryLater(j, now, retryAfterOf(v, res, now), "the target reports this key in progress (409); checking status")
 		}
 		if j.KeyTTL > 0 {
 			return r.replayInTTL(j, now, retryAfterOf(v, res, now))
@@ -300,9 +300,25 @@ func retryAfterOf(v Verdict, res sendResult, now time.Time) time.Duration {
 // Retry-After, if any.
 func (r *Runner) afterUnknown(j *store.Job, now time.Time, floor time.Duration) string {
 	if r.canQuery(j) {
-		return r.toUnknown(j, now, max(r.cfg.QuietPeriod, floor), "outcome unknown; checking the target's status endpoint before any replay")
+		return r.queryLater(j, now, floor, "outcome unknown; checking the target's status endpoint before any replay")
 	}
 	return r.replayInTTL(j, now, floor)
+}
+
+// queryLater schedules the first status query no earlier than the server's
+// Retry-After (floor), or stops now when that wait is over the cap or
+// past the status grace after the deadline (§4).
+func (r *Runner) queryLater(j *store.Job, now time.Time, floor time.Duration, why string) string {
+	delay := max(r.cfg.QuietPeriod, floor)
+	switch {
+	case floor > r.cfg.RetryAfterCap:
+		r.stop(j, now, fmt.Sprintf("outcome unknown and the target asked to wait %s (Retry-After), over the cap %s; last error: %s", floor, r.cfg.RetryAfterCap, j.LastError))
+		return string(j.State)
+	case now.Add(delay).After(j.Deadline.Add(r.cfg.StatusGrace)):
+		r.stop(j, now, "outcome unknown and the target's wait (Retry-After) ends after status queries stop; last error: "+j.LastError)
+		return string(j.State)
+	}
+	return r.toUnknown(j, now, delay, why)
 }
 
 // keyTTLWindow is when replays that rely on the target's key deduplication

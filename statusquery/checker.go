@@ -1,7 +1,9 @@
 package statusquery
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -123,6 +125,15 @@ func (c *HTTPChecker) Check(ctx context.Context, q Query) Answer {
 	_, _ = io.CopyN(io.Discard, body, maxDrain)
 
 	outcome, detail := Interpret(resp.StatusCode, data, truncated)
+	if outcome == NotFound && isHTML(resp.Header.Get("Content-Type")) {
+		// A 404/410 HTML page comes from a web server or proxy (no route,
+		// encoded slash refused, upstream not deployed), not from a status
+		// API that looked the key up. Replaying on it could duplicate.
+		outcome, detail = NoAnswer, fmt.Sprintf("%d with an HTML page, not a status answer", resp.StatusCode)
+	}
+	if (outcome == FoundSucceeded || outcome == FoundFailed || outcome == InProgress) && otherKey(data, q.Key) {
+		outcome, detail = NoAnswer, "the operation found names another idempotency key"
+	}
 	if outcome == FoundSucceeded && isHTML(resp.Header.Get("Content-Type")) {
 		// A 2xx HTML page is a login page or a web app's catch-all route,
 		// not a status API saying it found the operation. Counting it as
@@ -295,4 +306,36 @@ func isHTML(contentType string) bool {
 	mt, _, _ := strings.Cut(contentType, ";")
 	mt = strings.ToLower(strings.TrimSpace(mt))
 	return mt == "text/html" || mt == "application/xhtml+xml"
+}
+
+// otherKey reports whether the single operation of a status answer (an
+// object, or the one item of a list) carries an idempotency key field that
+// is not key.
+func otherKey(body []byte, key string) bool {
+	b := trimJSONSpace(bytes.TrimPrefix(body, []byte(utf8BOM)))
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return false
+	}
+	if m, ok := v.(map[string]any); ok {
+		if d, ok := m["data"].([]any); ok {
+			v = d
+		}
+	}
+	if l, ok := v.([]any); ok {
+		if len(l) != 1 {
+			return false
+		}
+		v = l[0]
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	for _, f := range []string{"idempotency_key", "idempotencyKey"} {
+		if s, ok := m[f].(string); ok && s != key {
+			return true
+		}
+	}
+	return false
 }

@@ -38,3 +38,61 @@ func TestHTMLCatchAllIsNoAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestHTML404IsNoAnswer: a 404 or 410 HTML page comes from a web server or
+// proxy (no route, upstream not deployed), not from a status API that
+// looked the key up, so it allows no replay. A plain or JSON 404 still
+// means not found.
+func TestHTML404IsNoAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		ctype  string
+		body   string
+		want   statusquery.Outcome
+	}{
+		{404, "text/html", "<html><center><h1>404 Not Found</h1></center><hr><center>nginx</center></html>", statusquery.NoAnswer},
+		{410, "text/html; charset=utf-8", "<html><body>Gone</body></html>", statusquery.NoAnswer},
+		{404, "application/json", `{"error":"no such payment"}`, statusquery.NotFound},
+		{404, "text/plain", "not found", statusquery.NotFound},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", tc.ctype)
+			w.WriteHeader(tc.status)
+			w.Write([]byte(tc.body))
+		}))
+		c := &statusquery.HTTPChecker{Timeout: 2 * time.Second}
+		got := c.Check(context.Background(), statusquery.Query{JobID: "j", Key: "k", Template: srv.URL + "/s/{key}"})
+		srv.Close()
+		if got.Outcome != tc.want {
+			t.Errorf("%d %q: outcome %s (%s), want %s", tc.status, tc.ctype, got.Outcome, got.Detail, tc.want)
+		}
+	}
+}
+
+// TestAnswerForAnotherKeyIsNoAnswer: when the one operation a status
+// answer holds names another idempotency key (a target that ignored the
+// key filter), it says nothing about this job.
+func TestAnswerForAnotherKeyIsNoAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want statusquery.Outcome
+	}{
+		{`{"data":[{"id":"pay_7","idempotency_key":"someone-else","status":"failed"}]}`, statusquery.NoAnswer},
+		{`{"id":"pay_7","idempotencyKey":"someone-else","status":"succeeded"}`, statusquery.NoAnswer},
+		{`[{"id":"pay_7","idempotency_key":"someone-else","status":"processing"}]`, statusquery.NoAnswer},
+		{`{"data":[{"id":"pay_7","idempotency_key":"k","status":"failed"}]}`, statusquery.FoundFailed},
+		{`{"id":"pay_7","idempotency_key":"k"}`, statusquery.FoundSucceeded},
+		{`{"id":"pay_7","key":"something-else"}`, statusquery.FoundSucceeded}, // "key" alone may mean anything
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(tc.body))
+		}))
+		c := &statusquery.HTTPChecker{Timeout: 2 * time.Second}
+		got := c.Check(context.Background(), statusquery.Query{JobID: "j", Key: "k", Template: srv.URL + "/s?key={key}"})
+		srv.Close()
+		if got.Outcome != tc.want {
+			t.Errorf("%s: outcome %s (%s), want %s", tc.body, got.Outcome, got.Detail, tc.want)
+		}
+	}
+}

@@ -88,6 +88,12 @@ func interpretBody(body []byte, truncated bool) (Outcome, string) {
 		if isArray(o.data) {
 			return interpretList(o.data)
 		}
+		if d := trimJSONSpace(o.data); string(d) == "null" {
+			return NoAnswer, "data is null"
+		}
+		if notFoundWord(o) {
+			return NoAnswer, o.word() + " says not found"
+		}
 		if word := o.word(); word != "" {
 			return FoundSucceeded, word
 		}
@@ -99,7 +105,7 @@ func interpretBody(body []byte, truncated bool) (Outcome, string) {
 	case 't', 'f':
 		return FoundSucceeded, "JSON boolean"
 	case 'n':
-		return FoundSucceeded, "JSON null"
+		return NoAnswer, "JSON null"
 	default:
 		return FoundSucceeded, "JSON number"
 	}
@@ -322,4 +328,16 @@ func quoteShort(s string) string {
 		}
 		cut--
 	}
+}
+
+func notFoundWord(o object) bool {
+	for _, raw := range []json.RawMessage{o.status, o.state} {
+		if s, ok := jsonString(raw); ok {
+			switch normalizeWord(s) {
+			case "not_found", "notfound", "missing", "unknown", "none":
+				return true
+			}
+		}
+	}
+	return false
 }

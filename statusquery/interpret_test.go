@@ -92,7 +92,11 @@ func protocolCases() []protocolCase {
 		{name: "status object", status: 200, body: `{"status":{"status":"failed"}}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
 		{name: "status array", status: 200, body: `{"status":["failed"]}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
 		{name: "data string", status: 200, body: `{"data":"x"}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
-		{name: "data null", status: 200, body: `{"data":null}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
+		// null is what Go encodes an empty nil list as: no evidence that
+		// the operation exists (nor that it does not), so no answer.
+		{name: "data null", status: 200, body: `{"data":null}`, want: statusquery.NoAnswer, wantDetail: "data is null"},
+		{name: "status not_found", status: 200, body: `{"status":"not_found"}`, want: statusquery.NoAnswer, wantDetail: `status "not_found" says not found`},
+		{name: "state missing", status: 200, body: `{"state":"Missing"}`, want: statusquery.NoAnswer, wantDetail: `state "Missing" says not found`},
 		{name: "data object", status: 200, body: `{"data":{"items":[]}}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
 		{name: "nested status not read", status: 200, body: `{"result":{"status":"failed","data":[]}}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},
 		{name: "top-level string", status: 200, body: `"failed"`, want: statusquery.FoundSucceeded, wantDetail: "JSON string"},
@@ -100,7 +104,7 @@ func protocolCases() []protocolCase {
 		{name: "huge number", status: 200, body: `1e999999999`, want: statusquery.FoundSucceeded, wantDetail: "JSON number"},
 		{name: "huge number member", status: 200, body: `{"amount":1e999999999,"status":"queued"}`, want: statusquery.InProgress, wantDetail: `status "queued"`},
 		{name: "top-level true", status: 200, body: `true`, want: statusquery.FoundSucceeded, wantDetail: "JSON boolean"},
-		{name: "top-level null", status: 200, body: `null`, want: statusquery.FoundSucceeded, wantDetail: "JSON null"},
+		{name: "top-level null", status: 200, body: `null`, want: statusquery.NoAnswer, wantDetail: "JSON null"},
 		{name: "trailing garbage", status: 200, body: `{"status":"failed"} x`, want: statusquery.FoundSucceeded, wantDetail: "not JSON"},
 		{name: "two values", status: 200, body: `[]{"status":"failed"}`, want: statusquery.FoundSucceeded, wantDetail: "not JSON"},
 		{name: "unclosed", status: 200, body: `[{"status":"failed"}`, want: statusquery.FoundSucceeded, wantDetail: "not JSON"},
