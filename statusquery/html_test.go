@@ -10,6 +10,23 @@ import (
 	"github.com/idemrun/idemrun/statusquery"
 )
 
+// checkAnswer asks an HTTPChecker about key "k" of a server that answers
+// status with Content-Type ctype (net/http sniffs one when empty) and body.
+func checkAnswer(t *testing.T, status int, ctype, body, template string) statusquery.Answer {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ctype != "" {
+			w.Header().Set("Content-Type", ctype)
+		}
+		w.WriteHeader(status)
+		w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	c := &statusquery.HTTPChecker{Timeout: 2 * time.Second}
+	defer c.CloseIdleConnections()
+	return c.Check(context.Background(), statusquery.Query{JobID: "j", Key: "k", Template: srv.URL + template})
+}
+
 // TestHTMLCatchAllIsNoAnswer: a 200 HTML page (a login page or a web app's
 // catch-all route) is not evidence that the operation was found.
 func TestHTMLCatchAllIsNoAnswer(t *testing.T) {
@@ -24,15 +41,7 @@ func TestHTMLCatchAllIsNoAnswer(t *testing.T) {
 		{"application/json", `{"id":"pay_1"}`, statusquery.FoundSucceeded},
 		{"", "ok", statusquery.FoundSucceeded}, // sniffed as text/plain
 	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if tc.ctype != "" {
-				w.Header().Set("Content-Type", tc.ctype)
-			}
-			w.Write([]byte(tc.body))
-		}))
-		c := &statusquery.HTTPChecker{Timeout: 2 * time.Second}
-		got := c.Check(context.Background(), statusquery.Query{JobID: "j", Key: "k", Template: srv.URL + "/s/{key}"})
-		srv.Close()
+		got := checkAnswer(t, http.StatusOK, tc.ctype, tc.body, "/s/{key}")
 		if got.Outcome != tc.want {
 			t.Errorf("Content-Type %q: outcome %s (%s), want %s", tc.ctype, got.Outcome, got.Detail, tc.want)
 		}
@@ -55,14 +64,7 @@ func TestHTML404IsNoAnswer(t *testing.T) {
 		{404, "application/json", `{"error":"no such payment"}`, statusquery.NotFound},
 		{404, "text/plain", "not found", statusquery.NotFound},
 	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", tc.ctype)
-			w.WriteHeader(tc.status)
-			w.Write([]byte(tc.body))
-		}))
-		c := &statusquery.HTTPChecker{Timeout: 2 * time.Second}
-		got := c.Check(context.Background(), statusquery.Query{JobID: "j", Key: "k", Template: srv.URL + "/s/{key}"})
-		srv.Close()
+		got := checkAnswer(t, tc.status, tc.ctype, tc.body, "/s/{key}")
 		if got.Outcome != tc.want {
 			t.Errorf("%d %q: outcome %s (%s), want %s", tc.status, tc.ctype, got.Outcome, got.Detail, tc.want)
 		}
@@ -84,13 +86,7 @@ func TestAnswerForAnotherKeyIsNoAnswer(t *testing.T) {
 		{`{"id":"pay_7","idempotency_key":"k"}`, statusquery.FoundSucceeded},
 		{`{"id":"pay_7","key":"something-else"}`, statusquery.FoundSucceeded}, // "key" alone may mean anything
 	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Write([]byte(tc.body))
-		}))
-		c := &statusquery.HTTPChecker{Timeout: 2 * time.Second}
-		got := c.Check(context.Background(), statusquery.Query{JobID: "j", Key: "k", Template: srv.URL + "/s?key={key}"})
-		srv.Close()
+		got := checkAnswer(t, http.StatusOK, "application/json", tc.body, "/s?key={key}")
 		if got.Outcome != tc.want {
 			t.Errorf("%s: outcome %s (%s), want %s", tc.body, got.Outcome, got.Detail, tc.want)
 		}
