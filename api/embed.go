@@ -11,18 +11,35 @@ var _ runner.Store = (*store.DB)(nil)
 
 // NewRunner returns a runner over this client's database, wired to it:
 // enqueues wake the runner, error texts are scrubbed with the client's
-// redaction rules, and the client's host allowlist is re-checked at send
-// time after DNS resolution. Fields already set in cfg are kept.
+// redaction rules, and the client's host allowlist is re-checked before
+// every attempt and every status query (the host on the list, every
+// address it resolves to allowed) and again by the dialer on the address
+// it connects to, so a name that resolves elsewhere by then is refused
+// too. Fields already set in cfg are kept. Use it rather than runner.New
+// over Store(), which wires none of this.
 func (c *Client) NewRunner(cfg runner.Config) (*runner.Runner, error) {
 	if cfg.Redact == nil {
 		cfg.Redact = c.Scrub
 	}
-	if cfg.CheckSend == nil && len(c.opts.AllowHosts) > 0 {
+	if len(c.opts.AllowHosts) > 0 {
 		check, err := SendCheck(c.opts.AllowHosts)
 		if err != nil {
 			return nil, err
 		}
-		cfg.CheckSend = func(ctx context.Context, j *store.Job) error { return check(ctx, j.Request.URL) }
+		if cfg.CheckSend == nil {
+			cfg.CheckSend = func(ctx context.Context, j *store.Job) error { return check(ctx, j.Request.URL) }
+		}
+		if cfg.CheckQuery == nil {
+			cfg.CheckQuery = func(ctx context.Context, j *store.Job) error {
+				if j.StatusURL == "" {
+					return nil // a custom checker's job: nothing of ours to check
+				}
+				return check(ctx, templateURL(j.StatusURL))
+			}
+		}
+		if cfg.DialControl == nil {
+			cfg.DialControl = dialControl
+		}
 	}
 	r := runner.New(c.db, cfg)
 	c.SetNotify(r.Notify)

@@ -235,7 +235,7 @@ func (c *Client) validate(req *Request, o *EnqueueOptions) error {
 			return &InvalidError{Field: "status-url", Value: shownTpl, Accepted: "an http(s) URL template containing {key} or {id}, e.g. https://api.example.com/payments?key={key} (" + redact.New(nil, nil).String(err.Error(), redact.New(nil, nil).Secrets(nil, o.StatusURL)...) + ")"}
 		}
 		if c.allow != nil {
-			if err := c.checkHost(strings.NewReplacer("{key}", "k", "{id}", "i").Replace(o.StatusURL)); err != nil {
+			if err := c.checkHost(templateURL(o.StatusURL)); err != nil {
 				return err
 			}
 		}

@@ -376,11 +376,16 @@ func (r *Runner) resolveUnknown(ctx context.Context, s *slot, c store.Claim) {
 		r.cfg.Logger.Warn("status budget exhausted", "job", j.ID, "query", j.StatusQueries)
 		return
 	}
-	q := statusquery.Query{JobID: j.ID, Key: j.Key, JobMethod: j.Request.Method, JobURL: j.Request.URL,
-		JobHeader: j.Request.HTTPHeader(), Template: j.StatusURL}
-	qctx, cancel := context.WithTimeout(ctx, r.queryTimeout())
-	ans := r.checker.Check(qctx, q)
-	cancel()
+	var ans statusquery.Answer
+	if err := r.checkQuery(ctx, j); err != nil {
+		ans = statusquery.Answer{Outcome: statusquery.NoAnswer, Detail: "not sent: " + r.cfg.Redact(j, err.Error()), Err: err}
+	} else {
+		q := statusquery.Query{JobID: j.ID, Key: j.Key, JobMethod: j.Request.Method, JobURL: j.Request.URL,
+			JobHeader: j.Request.HTTPHeader(), Template: j.StatusURL}
+		qctx, cancel := context.WithTimeout(ctx, r.queryTimeout())
+		ans = r.checker.Check(qctx, q)
+		cancel()
+	}
 	if !ans.Outcome.Valid() {
 		ans = statusquery.Answer{Outcome: statusquery.NoAnswer, Detail: fmt.Sprintf("checker returned invalid outcome %q", ans.Outcome)}
 	}
@@ -397,6 +402,14 @@ func (r *Runner) resolveUnknown(ctx context.Context, s *slot, c store.Claim) {
 		return nil
 	})
 	r.cfg.Logger.Debug("status query finished", "job", j.ID, "query", j.StatusQueries, "outcome", ans.Outcome, "status", ans.HTTPStatus, "next", note)
+}
+
+// checkQuery runs Config.CheckQuery, if set.
+func (r *Runner) checkQuery(ctx context.Context, j *store.Job) error {
+	if r.cfg.CheckQuery == nil {
+		return nil
+	}
+	return r.cfg.CheckQuery(ctx, j)
 }
 
 func (r *Runner) statusBudgetOver(j *store.Job, now time.Time) string {

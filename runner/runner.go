@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/idemrun/idemrun/statusquery"
@@ -122,6 +123,19 @@ type Config struct {
 	// attempt before any byte leaves (as a permanent failure). The host
 	// allowlist plugs in here.
 	CheckSend func(ctx context.Context, j *store.Job) error
+	// CheckQuery, when set, is called before every status query; an error
+	// means the query is not sent and counts as no answer (asked again
+	// later, under the status budget, so a host that stays refused ends in
+	// needs_attention). The host allowlist plugs in here.
+	CheckQuery func(ctx context.Context, j *store.Job) error
+	// DialControl, when set, is called for every connection the default
+	// Doer and the default HTTP checker dial, with the address DNS
+	// resolved to (net.Dialer.Control); an error refuses the connection
+	// before anything is sent. The host allowlist uses it so a name that
+	// resolves to a forbidden address at dial time, not only when
+	// CheckSend looked, is refused. It also goes to an HTTPChecker given
+	// without a Doer or DialControl of its own. Nil means none.
+	DialControl func(network, address string, c syscall.RawConn) error
 }
 
 // DefaultMaxConnsPerHost is the default cap on connections to one host.
@@ -146,11 +160,11 @@ func (c *Config) setDefaults() {
 			newClient = newNetHTTPClient
 		}
 		if c.MaxConnsPerHost > 0 {
-			c.Doer = newClient(c.MaxConnsPerHost, c.MaxConnsPerHost)
+			c.Doer = newClient(c.MaxConnsPerHost, c.MaxConnsPerHost, c.DialControl)
 		} else {
 			// No limit: keep up to one idle connection per worker, so a
 			// busy host does not see connections closed and reopened.
-			c.Doer = newClient(0, c.Workers)
+			c.Doer = newClient(0, c.Workers, c.DialControl)
 		}
 	}
 	if c.StatusBackoff.Base <= 0 {
@@ -238,9 +252,12 @@ func New(s Store, cfg Config) *Runner {
 	if cfg.Checker != nil {
 		r.checker, r.custom = cfg.Checker, true
 	} else if cfg.HTTPChecker != nil {
+		if cfg.HTTPChecker.Doer == nil && cfg.HTTPChecker.DialControl == nil {
+			cfg.HTTPChecker.DialControl = cfg.DialControl
+		}
 		r.checker = cfg.HTTPChecker
 	} else {
-		r.checker = &statusquery.HTTPChecker{}
+		r.checker = &statusquery.HTTPChecker{DialControl: cfg.DialControl}
 	}
 	return r
 }

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/idemrun/idemrun/idemkey"
@@ -37,7 +38,7 @@ type Doer interface {
 // attempt that never left.
 func NewHTTPClient(maxConnsPerHost int) *http.Client {
 	n := max(maxConnsPerHost, 1)
-	return clientWith(newTransport(n, n))
+	return clientWith(newTransport(n, n, nil))
 }
 
 // NewNetHTTPClient is NewHTTPClient on net/http's Transport instead of the
@@ -46,14 +47,14 @@ func NewHTTPClient(maxConnsPerHost int) *http.Client {
 // with the runner's transport.
 func NewNetHTTPClient(maxConnsPerHost int) *http.Client {
 	n := max(maxConnsPerHost, 1)
-	return netHTTPClient(n, n)
+	return netHTTPClient(n, n, nil)
 }
 
 // newHTTPClient is NewHTTPClient with a separate cap on idle connections
 // (maxConnsPerHost 0 means no limit), as the runner's default Doer: it
 // hands requests to the transport directly (see directDoer).
-func newHTTPClient(maxConnsPerHost, maxIdlePerHost int) Doer {
-	t := newTransport(maxConnsPerHost, maxIdlePerHost)
+func newHTTPClient(maxConnsPerHost, maxIdlePerHost int, control dialControl) Doer {
+	t := newTransport(maxConnsPerHost, maxIdlePerHost, control)
 	return directDoer{t: t, c: clientWith(t)}
 }
 
@@ -132,16 +133,21 @@ func urlErrorOp(method string) string {
 
 // newNetHTTPClient is NewNetHTTPClient with a separate cap on idle
 // connections (maxConnsPerHost 0 means no limit), as a Doer.
-func newNetHTTPClient(maxConnsPerHost, maxIdlePerHost int) Doer {
-	return netHTTPClient(maxConnsPerHost, maxIdlePerHost)
+func newNetHTTPClient(maxConnsPerHost, maxIdlePerHost int, control dialControl) Doer {
+	return netHTTPClient(maxConnsPerHost, maxIdlePerHost, control)
 }
 
-func netHTTPClient(maxConnsPerHost, maxIdlePerHost int) *http.Client {
+// dialControl is net.Dialer.Control: called with the resolved address of
+// every connection before it is made (Config.DialControl).
+type dialControl = func(network, address string, c syscall.RawConn) error
+
+func netHTTPClient(maxConnsPerHost, maxIdlePerHost int, control dialControl) *http.Client {
 	return clientWith(&http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: (&net.Dialer{
 			Timeout:   10 * time.Second,
 			KeepAlive: 30 * time.Second,
+			Control:   control,
 		}).DialContext,
 		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout:   10 * time.Second,

@@ -130,10 +130,10 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func newTransport(maxConnsPerHost, maxIdlePerHost int) *transport {
+func newTransport(maxConnsPerHost, maxIdlePerHost int, control dialControl) *transport {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	return &transport{
-		dialer:      net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
+		dialer:      net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: control},
 		tlsConfig:   tlsConfig,
 		tlsTimeout:  10 * time.Second,
 		maxConns:    maxConnsPerHost,
@@ -142,7 +142,7 @@ func newTransport(maxConnsPerHost, maxIdlePerHost int) *transport {
 		proxy:       http.ProxyFromEnvironment,
 		viaProxy: &http.Transport{
 			Proxy:               http.ProxyFromEnvironment,
-			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: control}).DialContext,
 			TLSClientConfig:     tlsConfig,
 			TLSHandshakeTimeout: 10 * time.Second,
 			MaxIdleConnsPerHost: maxIdlePerHost,

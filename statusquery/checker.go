@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -69,6 +70,12 @@ type HTTPChecker struct {
 	// UserAgent is sent as User-Agent. Empty means DefaultUserAgent
 	// ("idemrun-statusquery").
 	UserAgent string
+	// DialControl, when set, is called for every connection the default
+	// Doer dials, with the address DNS resolved to (net.Dialer.Control);
+	// an error refuses the connection. The runner's host allowlist uses it
+	// to refuse link-local and metadata addresses however a name resolves.
+	// Nil means none.
+	DialControl func(network, address string, c syscall.RawConn) error
 
 	once   sync.Once
 	client *http.Client // the default Doer, built on first use
@@ -165,7 +172,7 @@ func (c *HTTPChecker) doer() Doer {
 	if c.Doer != nil {
 		return c.Doer
 	}
-	c.once.Do(func() { c.client = newDefaultClient() })
+	c.once.Do(func() { c.client = newDefaultClient(c.DialControl) })
 	return c.client
 }
 
@@ -201,8 +208,8 @@ func (c *HTTPChecker) userAgent() string {
 // in the process shares or reconfigures it) that never follows redirects:
 // a redirected status query is NoAnswer, and following it could carry
 // the job's credentials elsewhere.
-func newDefaultClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+func newDefaultClient(control func(network, address string, c syscall.RawConn) error) *http.Client {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: control}
 	return &http.Client{
 		Transport: &http.Transport{
 			Proxy:                  http.ProxyFromEnvironment,
