@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -145,6 +146,16 @@ func Open(path string, opts *Options) (*Client, error) {
 	if o.DefaultAttemptTimeout <= 0 {
 		o.DefaultAttemptTimeout = DefaultAttemptTO
 	}
+	// Defaults every Enqueue would refuse are refused here, once.
+	if o.DefaultMaxAttempts > MaxAttemptsLimit {
+		return nil, invalid("DefaultMaxAttempts", strconv.Itoa(o.DefaultMaxAttempts), fmt.Sprintf("0 (the default, %d) or an integer up to %d", DefaultMaxAttempts, MaxAttemptsLimit))
+	}
+	if o.DefaultDeadline > MaxDeadline {
+		return nil, invalid("DefaultDeadline", o.DefaultDeadline.String(), fmt.Sprintf("0 (the default, %s) or a duration up to %s", DefaultDeadline, MaxDeadline))
+	}
+	if o.DefaultAttemptTimeout > MaxAttemptTimeout {
+		return nil, invalid("DefaultAttemptTimeout", o.DefaultAttemptTimeout.String(), fmt.Sprintf("0 (the default, %s) or a duration up to %s", DefaultAttemptTO, MaxAttemptTimeout))
+	}
 	if o.Warn == nil {
 		o.Warn = os.Stderr
 	}
@@ -174,8 +185,9 @@ func Open(path string, opts *Options) (*Client, error) {
 // Close closes the database after every acknowledged write is on disk.
 func (c *Client) Close() error { return c.db.Close() }
 
-// Store returns the underlying store, for embedding a runner
-// (runner.New(c.Store(), cfg)).
+// Store returns the underlying store, for tools that work on it directly.
+// To embed a runner use NewRunner, which also wires this client's
+// redaction and host allowlist into it.
 func (c *Client) Store() *store.DB { return c.db }
 
 // Redactor returns the redaction rules this client shows jobs with.
@@ -189,7 +201,12 @@ func (c *Client) SetNotify(fn func()) { c.notify = fn }
 type EnqueueResult struct {
 	Job *Job
 	// Existing is true when the key already held this same request: the
-	// stored job is returned and nothing new was created.
+	// stored job is returned and nothing new was created. "The same" is
+	// the request's fingerprint (idemkey.Fingerprint): method, URL, body
+	// and defining headers; credentials (Authorization, Cookie, X-Api-Key
+	// …), User-Agent and tracing headers do not count, so a repeat with
+	// rotated credentials is Existing and the stored job keeps sending
+	// the headers it was stored with.
 	Existing bool
 }
 
@@ -418,7 +435,9 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 // Stats maps every state name to its job count.
 type Stats map[string]int64
 
-// Actor names who steers a job in its history. Defaults to the OS user.
+// Actor names who steers a job in its history: $IDEMRUN_ACTOR, else the OS
+// user ($USER, $LOGNAME), else "unknown". Cancel, Retry and Resolve use it
+// when given an empty actor.
 func Actor() string {
 	for _, k := range []string{"IDEMRUN_ACTOR", "USER", "LOGNAME"} {
 		if v := os.Getenv(k); v != "" {

@@ -12,6 +12,7 @@ import (
 
 func (m *Main) demo(ctx context.Context, args []string) error {
 	fs, db := m.flags("demo", "[--jobs N] [--kills N] [--workers N] [--dedup] [--lose P] [--busy P] ... [--json]")
+	_ = fs.MarkHidden("db") // the demo works on its own scratch database
 	f := demo.DefaultFaults()
 	jobs := fs.Int("jobs", 1000, "payment creates to enqueue")
 	kills := fs.Int("kills", 3, "times the runner is killed with SIGKILL")

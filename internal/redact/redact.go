@@ -12,7 +12,8 @@ const Placeholder = "REDACTED"
 
 // DefaultHeaders returns the header names a Redactor always treats as
 // sensitive: Authorization, Proxy-Authorization, Cookie, Set-Cookie and
-// X-Api-Key. Each call returns a new slice.
+// X-Api-Key. Beyond these, any name with a credential's word is sensitive
+// too (see IsSensitiveHeader). Each call returns a new slice.
 func DefaultHeaders() []string {
 	return []string{"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"}
 }
@@ -20,7 +21,8 @@ func DefaultHeaders() []string {
 // DefaultParams returns the URL query (and fragment) parameter names a
 // Redactor always treats as sensitive: api_key, apikey, token, access_token,
 // refresh_token, signature, sig, password, secret, client_secret and key.
-// Each call returns a new slice.
+// Beyond these, any name with a credential's word is sensitive too (see
+// IsSensitiveParam). Each call returns a new slice.
 func DefaultParams() []string {
 	return []string{
 		"api_key", "apikey", "token", "access_token", "refresh_token",
@@ -67,15 +69,43 @@ func (r *Redactor) orDefault() *Redactor {
 }
 
 // IsSensitiveHeader reports whether values of the header called name are
-// hidden, comparing names without regard to case.
+// hidden, comparing names without regard to case: the listed names, and
+// any name that looks like a credential's (secretLike).
 func (r *Redactor) IsSensitiveHeader(name string) bool {
-	return r.orDefault().headers[strings.ToLower(strings.TrimSpace(name))]
+	n := strings.ToLower(strings.TrimSpace(name))
+	return r.orDefault().headers[n] || secretLike(n)
 }
 
 // IsSensitiveParam reports whether values of the URL parameter called name
-// are hidden, comparing names without regard to case.
+// are hidden, comparing names without regard to case: the listed names,
+// and any name that looks like a credential's (secretLike).
 func (r *Redactor) IsSensitiveParam(name string) bool {
-	return r.orDefault().params[strings.ToLower(strings.TrimSpace(name))]
+	n := strings.ToLower(strings.TrimSpace(name))
+	return r.orDefault().params[n] || secretLike(n)
+}
+
+// secretWords are the words (between "-", "_", "." and the like) that make
+// a header or parameter name a credential's: X-Auth-Token, Private-Token,
+// X-Amz-Signature, X-Amz-Credential, client_secret, session_id, ….
+var secretWords = map[string]bool{
+	"token": true, "secret": true, "password": true, "passwd": true, "pwd": true,
+	"credential": true, "credentials": true, "signature": true, "auth": true,
+	"authorization": true, "session": true, "cookie": true, "apikey": true,
+}
+
+// secretLike reports whether a lower-case name has a credential's word, or
+// "key" beside another word (X-Goog-Api-Key, Ocp-Apim-Subscription-Key,
+// api-key; not a bare "key", which only the lists name).
+func secretLike(name string) bool {
+	words := strings.FieldsFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	})
+	for _, w := range words {
+		if secretWords[w] || (w == "key" && len(words) > 1) {
+			return true
+		}
+	}
+	return false
 }
 
 // HeaderValue returns value as it may be shown for the header called name:

@@ -42,7 +42,7 @@ func TestIsSensitive(t *testing.T) {
 		if got := r.IsSensitiveHeader(tt.name); got != tt.want {
 			t.Errorf("IsSensitiveHeader(%q) = %v, want %v", tt.name, got, tt.want)
 		}
-		wantNil := tt.want && tt.name != "x-signature"
+		wantNil := tt.want // x-signature too: "signature" is a credential's word
 		if got := nilR.IsSensitiveHeader(tt.name); got != wantNil {
 			t.Errorf("nil.IsSensitiveHeader(%q) = %v, want %v", tt.name, got, wantNil)
 		}
@@ -190,5 +190,33 @@ func TestSecretsScrubError(t *testing.T) {
 	want := `target said: invalid token "REDACTED" for GET https://api.example.com/v1?api_key=REDACTED`
 	if got != want {
 		t.Errorf("scrubbed =\n %s\nwant\n %s", got, want)
+	}
+}
+
+// Names that look like a credential's are sensitive without being listed;
+// ordinary names are not.
+func TestSecretLikeNames(t *testing.T) {
+	var r *Redactor
+	for name, want := range map[string]bool{
+		"X-Auth-Token": true, "Api-Key": true, "Private-Token": true, "X-Goog-Api-Key": true,
+		"X-Shopify-Access-Token": true, "Ocp-Apim-Subscription-Key": true, "X-Session-Id": true,
+		"Content-Type": false, "Accept": false, "X-Request-Id": false, "Key": false, "Keyboard": false,
+		"X-Tokenizer": false,
+	} {
+		if got := r.IsSensitiveHeader(name); got != want {
+			t.Errorf("IsSensitiveHeader(%q) = %v, want %v", name, got, want)
+		}
+	}
+	for name, want := range map[string]bool{
+		"X-Amz-Signature": true, "X-Amz-Credential": true, "X-Amz-Security-Token": true,
+		"auth_token": true, "api-key": true, "private_token": true, "id": false, "amount": false,
+		"X-Amz-Date": false, "X-Amz-Expires": false,
+	} {
+		if got := r.IsSensitiveParam(name); got != want {
+			t.Errorf("IsSensitiveParam(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if got := r.URL("https://b.s3.amazonaws.com/o?X-Amz-Credential=AKIA%2F1&X-Amz-Signature=abc&X-Amz-Date=20261201"); got != "https://b.s3.amazonaws.com/o?X-Amz-Credential=REDACTED&X-Amz-Signature=REDACTED&X-Amz-Date=20261201" {
+		t.Errorf("presigned URL shown as %s", got)
 	}
 }

@@ -20,7 +20,8 @@ func TestURL(t *testing.T) {
 		{"fragment params", "https://h/cb#access_token=abc&state=s", "https://h/cb#access_token=REDACTED&state=s"},
 		{"fragment plain", "https://h/doc#section-2", "https://h/doc#section-2"},
 		{"query and fragment", "https://h/?key=k#token=t", "https://h/?key=REDACTED#token=REDACTED"},
-		{"question mark in fragment", "https://h/#a?token=t", "https://h/#a?token=t"},
+		// The pair's name is "a?token": it holds a credential's word.
+		{"question mark in fragment", "https://h/#a?token=t", "https://h/#a?token=REDACTED"},
 		{"userinfo password", "https://bob:hunter2@h/p?x=1", "https://bob:REDACTED@h/p?x=1"},
 		{"userinfo user only", "https://bob@h/p", "https://bob@h/p"},
 		{"userinfo empty password", "https://bob:@h/p", "https://bob:@h/p"},
