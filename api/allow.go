@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/idemrun/idemrun/runner"
 )
 
 // hostAllow is an optional target allowlist. A nil *hostAllow allows all.
@@ -117,11 +119,11 @@ func SendCheck(allowHosts []string) (func(ctx context.Context, rawURL string) er
 	return func(ctx context.Context, rawURL string) error {
 		u, err := url.Parse(rawURL)
 		if err != nil {
-			return fmt.Errorf("allowlist: bad url: %w", err)
+			return fmt.Errorf("allowlist: bad url: %v: %w", err, runner.ErrNotAllowed)
 		}
 		h := u.Hostname()
 		if !a.allows(h) {
-			return fmt.Errorf("allowlist: host %q is not allowed (--allow-host)", h)
+			return fmt.Errorf("allowlist: host %q is not allowed (--allow-host): %w", h, runner.ErrNotAllowed)
 		}
 		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", h)
 		if err != nil {
@@ -129,7 +131,7 @@ func SendCheck(allowHosts []string) (func(ctx context.Context, rawURL string) er
 		}
 		for _, ip := range addrs {
 			if forbiddenAddr(ip) {
-				return fmt.Errorf("allowlist: host %q resolves to %s, a link-local or metadata address", h, ip)
+				return fmt.Errorf("allowlist: host %q resolves to %s, a link-local or metadata address: %w", h, ip, runner.ErrNotAllowed)
 			}
 		}
 		return nil

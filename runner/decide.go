@@ -42,8 +42,13 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 			return
 		}
 	}
+	var checkErr error // a CheckSend failure that is not a refusal of the target
 	if r.cfg.CheckSend != nil {
-		if err := r.cfg.CheckSend(ctx, j); err != nil {
+		if err := r.cfg.CheckSend(ctx, j); err != nil && (!errors.Is(err, ErrNotAllowed) || ctx.Err() != nil) {
+			// A resolver that failed, or the runner stopping: nothing was
+			// sent, so the attempt had no effect and is classified so.
+			checkErr = fmt.Errorf("not sent: %w", err)
+		} else if err != nil {
 			msg := r.cfg.Redact(j, err.Error())
 			r.write(s, c, func(j *store.Job) error {
 				closeAttempt(j, now, ClassPermanent, 0, "not sent: "+msg)
@@ -59,9 +64,16 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 	if timeout <= 0 {
 		timeout = left
 	}
-	actx, cancel := context.WithTimeout(ctx, timeout)
-	res := send(actx, r.cfg.Doer, j, r.cfg.BodyLimit, r.cfg.Now)
-	cancel()
+	var res sendResult
+	timedOut := false
+	if checkErr != nil {
+		res = sendResult{err: checkErr, start: now, end: r.cfg.Now()}
+	} else {
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		res = send(actx, r.cfg.Doer, j, r.cfg.BodyLimit, r.cfg.Now)
+		timedOut = actx.Err() != nil
+		cancel()
+	}
 
 	rules := ClassifyRules{NoEffectStatuses: j.NoEffectStatuses, ReplaySafe: replaySafe(j)}
 	var v Verdict
@@ -70,7 +82,7 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 	} else {
 		shutting := ctx.Err() != nil
 		v = ClassifyError(res.err, res.progress, shutting, rules)
-		if errors.Is(res.err, context.DeadlineExceeded) && actx.Err() != nil {
+		if errors.Is(res.err, context.DeadlineExceeded) && timedOut {
 			v.Reason = fmt.Sprintf("%s (attempt timeout %s)", v.Reason, timeout)
 		}
 	}
@@ -92,6 +104,12 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 				ev.RetryAfter = strings.Join(res.header.Values("Retry-After"), ", ")
 				ev.Replayed = res.header.Get("Idempotent-Replayed")
 			}
+		}
+		if v.Class == ClassNoEffect && ctx.Err() != nil && !res.progress.WroteHeaders {
+			// Stopped before anything left: this attempt does not count
+			// against the budget, so restarts (a rolling deploy) do not
+			// fail jobs that were never sent.
+			j.AttemptBase++
 		}
 		j.LastClass = string(v.Class)
 		j.LastStatus = res.status

@@ -613,7 +613,8 @@ func TestCheckSendRefusalAfterUnknownIsHonest(t *testing.T) {
 }
 
 // TestCheckSendRefusedIsPermanent: a send refused before any byte leaves
-// fails a fresh job, and the target is never contacted.
+// (the error matches ErrNotAllowed) fails a fresh job, and the target is
+// never contacted. Other CheckSend errors: TestCheckSendRefusalOrFailure.
 func TestCheckSendRefusedIsPermanent(t *testing.T) {
 	t.Parallel()
 	db := openStore(t)
@@ -621,7 +622,7 @@ func TestCheckSendRefusedIsPermanent(t *testing.T) {
 	j := newJob(tg.URL())
 	enqueue(t, db, j)
 	cfg := testConfig(t)
-	cfg.CheckSend = func(context.Context, *store.Job) error { return errBoom }
+	cfg.CheckSend = func(context.Context, *store.Job) error { return fmt.Errorf("%w: %w", errBoom, runner.ErrNotAllowed) }
 	runIdle(t, db, cfg)
 
 	got := getJob(t, db, j.ID)

@@ -120,8 +120,11 @@ type Config struct {
 	// Defaults to the identity function.
 	Redact func(j *store.Job, s string) string
 	// CheckSend, when set, is called before every send; an error stops the
-	// attempt before any byte leaves (as a permanent failure). The host
-	// allowlist plugs in here.
+	// attempt before any byte leaves. An error matching ErrNotAllowed (the
+	// target may never be sent to) is a permanent failure; any other (a
+	// resolver that failed or timed out, a canceled context) is a no-effect
+	// outcome, retried like a refused connection. The host allowlist plugs
+	// in here.
 	CheckSend func(ctx context.Context, j *store.Job) error
 	// CheckQuery, when set, is called before every status query; an error
 	// means the query is not sent and counts as no answer (asked again
@@ -137,6 +140,11 @@ type Config struct {
 	// without a Doer or DialControl of its own. Nil means none.
 	DialControl func(network, address string, c syscall.RawConn) error
 }
+
+// ErrNotAllowed marks a CheckSend refusal that will not change on a retry
+// (the host is not on the allowlist, or resolves to a forbidden address):
+// the attempt fails permanently, nothing sent.
+var ErrNotAllowed = errors.New("runner: target not allowed")
 
 // DefaultMaxConnsPerHost is the default cap on connections to one host.
 const DefaultMaxConnsPerHost = 128
@@ -329,6 +337,11 @@ func (r *Runner) Run(ctx context.Context) error {
 		defer s.ExpectWriters(r.cfg.Workers)()
 	}
 	if _, err := r.Recover(ctx); err != nil {
+		if ctx.Err() != nil {
+			// Stopped before recovery ended: nothing was claimed, and
+			// recovery runs again at the next start.
+			return nil
+		}
 		return fmt.Errorf("runner: recovery: %w", err)
 	}
 	// Attempts get their own context: canceled only after the grace period.
