@@ -145,6 +145,9 @@ func (r *Remote) do(ctx context.Context, method, path string, in, out any) error
 
 // Enqueue enqueues through the runner.
 func (r *Remote) Enqueue(ctx context.Context, req Request, o EnqueueOptions) (EnqueueResult, error) {
+	if err := wireSafe(req, o); err != nil {
+		return EnqueueResult{}, err
+	}
 	var out wireEnqueueResult
 	if err := r.do(ctx, http.MethodPost, "/v1/jobs", toWire(req, o), &out); err != nil {
 		return EnqueueResult{}, err
@@ -158,7 +161,10 @@ func batchBody(items []ManyItem) ([]byte, error) {
 	in := struct {
 		Jobs []WireEnqueue `json:"jobs"`
 	}{Jobs: make([]WireEnqueue, 0, len(items))}
-	for _, it := range items {
+	for i, it := range items {
+		if err := wireSafe(it.Request, it.Options); err != nil {
+			return nil, fmt.Errorf("api: batch job %d of %d: %w", i+1, len(items), err)
+		}
 		in.Jobs = append(in.Jobs, toWire(it.Request, it.Options))
 	}
 	b, err := json.Marshal(in)

@@ -88,14 +88,16 @@ func interpretBody(body []byte, truncated bool) (Outcome, string) {
 		if isArray(o.data) {
 			return interpretList(o.data)
 		}
-		if d := trimJSONSpace(o.data); string(d) == "null" {
-			return NoAnswer, "data is null"
-		}
 		if notFoundWord(o) {
 			return NoAnswer, o.word() + " says not found"
 		}
 		if word := o.word(); word != "" {
 			return FoundSucceeded, word
+		}
+		// Without a status word, a null data is what Go encodes an empty
+		// list as: no evidence either way.
+		if d := trimJSONSpace(o.data); string(d) == "null" {
+			return NoAnswer, "data is null"
 		}
 		return FoundSucceeded, "JSON object"
 	case '[':

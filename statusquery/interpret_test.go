@@ -95,6 +95,8 @@ func protocolCases() []protocolCase {
 		// null is what Go encodes an empty nil list as: no evidence that
 		// the operation exists (nor that it does not), so no answer.
 		{name: "data null", status: 200, body: `{"data":null}`, want: statusquery.NoAnswer, wantDetail: "data is null"},
+		{name: "data null beside a status word", status: 200, body: `{"id":"op_1","status":"succeeded","data":null}`, want: statusquery.FoundSucceeded, wantDetail: `status "succeeded"`},
+		{name: "data null beside a state word", status: 200, body: `{"state":"completed","data":null,"error":null}`, want: statusquery.FoundSucceeded, wantDetail: `state "completed"`},
 		{name: "status not_found", status: 200, body: `{"status":"not_found"}`, want: statusquery.NoAnswer, wantDetail: `status "not_found" says not found`},
 		{name: "state missing", status: 200, body: `{"state":"Missing"}`, want: statusquery.NoAnswer, wantDetail: `state "Missing" says not found`},
 		{name: "data object", status: 200, body: `{"data":{"items":[]}}`, want: statusquery.FoundSucceeded, wantDetail: "JSON object"},

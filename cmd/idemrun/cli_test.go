@@ -487,7 +487,7 @@ func TestCLIEnqueueFrom(t *testing.T) {
 	good := write("good.jsonl",
 		`{"url":"http://127.0.0.1:9/a","key":"from-a","data":"one","headers":{"Authorization":"Bearer `+plantedBearer+`"}}`,
 		``,
-		`{"url":"http://127.0.0.1:9/b","key":"from-b","method":"PUT","max_attempts":3,"deadline":"1h"}`)
+		`{"URL":"http://127.0.0.1:9/b","Key":"from-b","method":"PUT","Max_Attempts":3,"deadline":"1h"}`) // names match without regard to case
 	r := e.ok("enqueue", "--from", good, "--json")
 	mustNotContain(t, "enqueue --from --json", r.stdout+r.stderr, plantedSecrets...)
 	jobs := jsonArray(t, r)
@@ -516,6 +516,7 @@ func TestCLIEnqueueFrom(t *testing.T) {
 		{`{"url":"http://127.0.0.1:9/c","key_format":"bogus"}`, "key_format", "bogus", "structured"},
 		{`{"url":"http://127.0.0.1:9/c","no_effect_statuses":503}`, "no_effect_statuses", "503", "array"},
 		{`["not","an","object"]`, "line 1", "not", "JSON object"},
+		{`{"url":"http://127.0.0.1:9/c","Key":"a","KEY":"b"}`, "line 1", "KEY", "each field once"},
 	} {
 		f := write("shape.jsonl", c.line)
 		r := e.run("enqueue", "--from", f)

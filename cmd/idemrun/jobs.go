@@ -217,14 +217,21 @@ func parseJSONLine(text string, line int) (jsonLine, error) {
 		"max_attempts": &jl.MaxAttempts, "deadline": &jl.Deadline, "attempt_timeout": &jl.AttemptTimeout,
 		"replay_safe": &jl.ReplaySafe, "no_effect_statuses": &jl.NoEffectStatus,
 	}
+	seen := map[string]string{}
 	for _, n := range names {
-		dst, ok := targets[n]
+		// Field names match without regard to case, as encoding/json's do.
+		dst, ok := targets[strings.ToLower(n)]
+		if prev, dup := seen[strings.ToLower(n)]; dup {
+			return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d", line), Value: fmt.Sprintf("fields %q and %q", prev, n),
+				Accepted: "each field once (names match without regard to case)"}
+		}
+		seen[strings.ToLower(n)] = n
 		if !ok {
 			return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d", line), Value: fmt.Sprintf("field %q", n),
 				Accepted: "the fields " + fromFieldList}
 		}
 		if err := json.Unmarshal(raw[n], dst); err != nil {
-			return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d: %s", line, n), Value: quoteShortCLI(string(raw[n])), Accepted: fromFields[n]}
+			return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d: %s", line, n), Value: quoteShortCLI(string(raw[n])), Accepted: fromFields[strings.ToLower(n)]}
 		}
 	}
 	return jl, nil

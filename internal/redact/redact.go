@@ -93,15 +93,23 @@ var secretWords = map[string]bool{
 	"authorization": true, "session": true, "cookie": true, "apikey": true,
 }
 
+// keyKinds are the words that make a following "key" a credential
+// (X-Goog-Api-Key, Ocp-Apim-Subscription-Key, access_key); other keys
+// (idempotency_key, sort_key, X-Routing-Key) are not.
+var keyKinds = map[string]bool{
+	"api": true, "access": true, "secret": true, "private": true, "subscription": true,
+	"client": true, "signing": true, "master": true, "encryption": true, "license": true,
+}
+
 // secretLike reports whether a lower-case name has a credential's word, or
-// "key" beside another word (X-Goog-Api-Key, Ocp-Apim-Subscription-Key,
-// api-key; not a bare "key", which only the lists name).
+// "key" after a word that makes it one (not a bare "key", which only the
+// lists name).
 func secretLike(name string) bool {
 	words := strings.FieldsFunc(name, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
 	})
-	for _, w := range words {
-		if secretWords[w] || (w == "key" && len(words) > 1) {
+	for i, w := range words {
+		if secretWords[w] || (w == "key" && i > 0 && keyKinds[words[i-1]]) {
 			return true
 		}
 	}

@@ -201,7 +201,8 @@ func TestSecretLikeNames(t *testing.T) {
 		"X-Auth-Token": true, "Api-Key": true, "Private-Token": true, "X-Goog-Api-Key": true,
 		"X-Shopify-Access-Token": true, "Ocp-Apim-Subscription-Key": true, "X-Session-Id": true,
 		"Content-Type": false, "Accept": false, "X-Request-Id": false, "Key": false, "Keyboard": false,
-		"X-Tokenizer": false,
+		"X-Tokenizer": false, "Idempotency-Key": false, "X-Routing-Key": false, "Cache-Key": false,
+		"X-Access-Key": true,
 	} {
 		if got := r.IsSensitiveHeader(name); got != want {
 			t.Errorf("IsSensitiveHeader(%q) = %v, want %v", name, got, want)
@@ -210,7 +211,8 @@ func TestSecretLikeNames(t *testing.T) {
 	for name, want := range map[string]bool{
 		"X-Amz-Signature": true, "X-Amz-Credential": true, "X-Amz-Security-Token": true,
 		"auth_token": true, "api-key": true, "private_token": true, "id": false, "amount": false,
-		"X-Amz-Date": false, "X-Amz-Expires": false,
+		"X-Amz-Date": false, "X-Amz-Expires": false, "idempotency_key": false, "sort_key": false,
+		"access_key": true, "client_key": true,
 	} {
 		if got := r.IsSensitiveParam(name); got != want {
 			t.Errorf("IsSensitiveParam(%q) = %v, want %v", name, got, want)

@@ -1,0 +1,64 @@
+package api_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/idemrun/idemrun/api"
+)
+
+// Enqueue through the admin socket (api.Remote) must refuse a header
+// value that is not valid UTF-8, as Client.Enqueue does: JSON replaces
+// such bytes with U+FFFD on the way, so the runner stores, and would send,
+// other bytes than the caller enqueued (P2).
+func TestRemoteEnqueueRefusesNonUTF8(t *testing.T) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "rv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	db := filepath.Join(dir, "r.db")
+	c, err := api.Open(db, &api.Options{Warn: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ln, err := net.Listen("unix", api.SocketPath(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(api.SocketPath(db), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: api.AdminHandler(c, api.AdminOptions{})}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	rem, err := api.DialSocket(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rem.Close()
+	req := api.Request{Method: "POST", URL: "http://127.0.0.1:9/pay",
+		Header: []api.Header{{Name: "X-Note", Value: "caf\xe9"}}, Body: []byte("{}")}
+	o := api.EnqueueOptions{Key: "utf8-remote"}
+
+	if _, err := c.Enqueue(ctx, req, api.EnqueueOptions{Key: "utf8-local"}); err == nil {
+		t.Fatal("Client.Enqueue accepted a non-UTF-8 header value (expected a refusal)")
+	}
+	res, err := rem.Enqueue(ctx, req, o)
+	if err != nil {
+		return // refused, as the local path does
+	}
+	j, err := c.Get(ctx, res.Job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Errorf("Remote.Enqueue accepted header value %q; the job stores %q", "caf\xe9", j.Headers[0].Value)
+}
