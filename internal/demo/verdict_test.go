@@ -1,0 +1,142 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/internal/faketarget"
+)
+
+// post sends one create straight to the target, as a misbehaving runner would.
+func post(t *testing.T, target *faketarget.Server, key, body string, timeout time.Duration) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", target.URL()+"/payments", bytes.NewReader([]byte(body)))
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: timeout}).Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+}
+
+// TestVerifyCatchesDuplicateUnderRotatedKey: the job succeeded under key K,
+// and a second payment with the same body was created under "K-r2" (a key
+// rotated on retry). Two payments for one job: the verdict must not pass.
+func TestVerifyCatchesDuplicateUnderRotatedKey(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "demo.db")
+	target, err := faketarget.Start(faketarget.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	keys := []string{"demo-t-00000"}
+	ctx := context.Background()
+	if err := enqueueWave(ctx, dbPath, target, keys, 0); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Binary: bin, Workers: 2}
+	cfg.defaults()
+	if _, err := runOnce(ctx, cfg, dbPath, true, rand.New(rand.NewPCG(1, 2)), &progress{out: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	// The duplicate a key-rotating runner would have sent: same body, new key.
+	post(t, target, keys[0]+"-r2", `{"amount":100,"currency":"EUR","ref":"demo-t-00000"}`, 5*time.Second)
+
+	sum := &Summary{Jobs: 1}
+	if err := verify(dbPath, target, keys, sum); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("by_state=%v creates=%d dups=%v violations=%v", sum.ByState, sum.Creates, sum.Duplicates, sum.Violations)
+	if sum.OK() {
+		t.Errorf("verdict PASS although the target holds %d payments for 1 job", sum.Creates)
+	}
+}
+
+// runJobs enqueues one job per key at url and runs a runner until idle.
+func runJobs(t *testing.T, dbPath, url string, keys []string) {
+	t.Helper()
+	c, err := api.Open(dbPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		if _, err := c.Enqueue(context.Background(), api.Request{Method: "POST", URL: url, Body: []byte(fmt.Sprintf(`{"amount":%d}`, 100+i))},
+			api.EnqueueOptions{Key: k, MaxAttempts: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	cfg := Config{Binary: buildBinary(t), Workers: 2}
+	cfg.defaults()
+	if _, err := runOnce(context.Background(), cfg, dbPath, true, rand.New(rand.NewPCG(1, 2)), &progress{out: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVerifyWaitsForInFlightCreates: the job ended failed (404, permanent)
+// while a create with its key is still committing at the target (a runner
+// that took a timeout for "nothing happened" leaves exactly this). verify
+// must settle the commit first: in reality it lands, so the verdict fails.
+func TestVerifyWaitsForInFlightCreates(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	target, err := faketarget.Start(faketarget.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	key := "demo-t-00000"
+	runJobs(t, dbPath, target.URL()+"/nope", []string{key}) // 404: failed
+	target.SetFaults(faketarget.Faults{SlowCommit: 1, SlowCommitDelay: 300 * time.Millisecond})
+	post(t, target, key, `{"amount":100}`, 50*time.Millisecond) // client gives up; commit goes on
+	sum := &Summary{Jobs: 1}
+	if err := verify(dbPath, target, []string{key}, sum); err != nil {
+		t.Fatal(err)
+	}
+	target.CommitInFlight() // what happens in reality, verdict or not
+	t.Logf("by_state=%v OK=%v; creates seen by verify=%d; creates now=%d", sum.ByState, sum.OK(), sum.Creates, target.Creates(key))
+	if sum.OK() && target.Creates(key) > 0 {
+		t.Errorf("verdict PASS for a failed job the target holds %d payment(s) for", target.Creates(key))
+	}
+}
+
+// TestVerifyChecksCanceled: canceled claims no attempt could have had an
+// effect (P6); a payment for a canceled job is a false end state.
+func TestVerifyChecksCanceled(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	target, err := faketarget.Start(faketarget.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	key := "demo-t-00000"
+	c, err := api.Open(dbPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Enqueue(context.Background(), api.Request{Method: "POST", URL: target.URL() + "/payments", Body: []byte(`{"amount":100}`)},
+		api.EnqueueOptions{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Cancel(context.Background(), key, "review", "test"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	post(t, target, key, `{"amount":100}`, 5*time.Second)
+	sum := &Summary{Jobs: 1}
+	if err := verify(dbPath, target, []string{key}, sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.OK() {
+		t.Errorf("verdict PASS for a canceled job the target holds %d payment(s) for", target.Creates(key))
+	}
+}
