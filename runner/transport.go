@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -168,6 +169,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		if pu != nil {
+			// net/http refuses an invalid Host to a proxy, but its writer
+			// and reader race to report it (sometimes a closed connection
+			// instead); refusing it here gives the one answer every time.
+			if req.Host != "" && !validHostHeader(req.Host) {
+				closeReqBody(req)
+				return nil, errors.New("http: invalid Host header")
+			}
 			return t.viaProxy.RoundTrip(req)
 		}
 	}
@@ -561,4 +569,19 @@ func checkRequest(req *http.Request) error {
 		}
 	}
 	return nil
+}
+
+// validHostHeader reports whether h may be sent as a Host header: the
+// bytes net/http (httpguts.ValidHostHeader) accepts.
+func validHostHeader(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!$%&'()*+,-.:;=[]_~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
