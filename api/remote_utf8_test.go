@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/idemrun/idemrun/api"
@@ -52,13 +53,15 @@ func TestRemoteEnqueueRefusesNonUTF8(t *testing.T) {
 	if _, err := c.Enqueue(ctx, req, api.EnqueueOptions{Key: "utf8-local"}); err == nil {
 		t.Fatal("Client.Enqueue accepted a non-UTF-8 header value (expected a refusal)")
 	}
-	res, err := rem.Enqueue(ctx, req, o)
-	if err != nil {
-		return // refused, as the local path does
+	if _, err := rem.Enqueue(ctx, req, o); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		t.Errorf("Remote.Enqueue of header value %q: err %v, want a refusal naming UTF-8", "caf\xe9", err)
 	}
-	j, err := c.Get(ctx, res.Job.ID)
-	if err != nil {
-		t.Fatal(err)
+	if _, err := rem.EnqueueMany(ctx, []api.ManyItem{{Request: req, Options: api.EnqueueOptions{Key: "utf8-many"}}}); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		t.Errorf("Remote.EnqueueMany of header value %q: err %v, want a refusal naming UTF-8", "caf\xe9", err)
 	}
-	t.Errorf("Remote.Enqueue accepted header value %q; the job stores %q", "caf\xe9", j.Headers[0].Value)
+	for _, k := range []string{"utf8-remote", "utf8-many"} {
+		if _, err := c.GetByKey(ctx, k); err == nil {
+			t.Errorf("a refused enqueue stored job %s", k)
+		}
+	}
 }

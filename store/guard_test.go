@@ -77,6 +77,7 @@ func TestWritesKeepTheRequest(t *testing.T) {
 		},
 		"method":      func(j *store.Job) { j.Request.Method = "PUT" },
 		"fingerprint": func(j *store.Job) { j.Fingerprint = "sha256:0" },
+		"key format":  func(j *store.Job) { j.KeyFormat = "structured-other" },
 	} {
 		_, err := db.FinishClaim(ctx, claims[0], func(j *store.Job) error {
 			change(j)
