@@ -145,7 +145,9 @@ func (r *Remote) do(ctx context.Context, method, path string, in, out any) error
 
 // Enqueue enqueues through the runner.
 func (r *Remote) Enqueue(ctx context.Context, req Request, o EnqueueOptions) (EnqueueResult, error) {
-	if err := wireSafe(req, o); err != nil {
+	// Checked here as well as by the runner: JSON would change bytes
+	// that are not UTF-8 before the runner could refuse them.
+	if _, err := Validate(req, o, nil); err != nil {
 		return EnqueueResult{}, err
 	}
 	var out wireEnqueueResult
@@ -162,7 +164,7 @@ func batchBody(items []ManyItem) ([]byte, error) {
 		Jobs []WireEnqueue `json:"jobs"`
 	}{Jobs: make([]WireEnqueue, 0, len(items))}
 	for i, it := range items {
-		if err := wireSafe(it.Request, it.Options); err != nil {
+		if _, err := Validate(it.Request, it.Options, nil); err != nil {
 			return nil, fmt.Errorf("api: batch job %d of %d: %w", i+1, len(items), err)
 		}
 		in.Jobs = append(in.Jobs, toWire(it.Request, it.Options))

@@ -57,6 +57,11 @@ func invalid(field, value, accepted string) *InvalidError {
 	return &InvalidError{Field: field, Value: quoteShort(value), Accepted: accepted}
 }
 
+// Invalid returns the InvalidError for field refusing value (shown quoted,
+// cut to 64 bytes) with what the field accepts, for callers such as the
+// CLI that check input of their own.
+func Invalid(field, value, accepted string) *InvalidError { return invalid(field, value, accepted) }
+
 func quoteShort(s string) string {
 	if len(s) > 64 {
 		return strconv.Quote(s[:64]) + fmt.Sprintf("… (%d bytes)", len(s))
@@ -334,30 +339,4 @@ func (c *Client) template(raw string) (*statusquery.Template, error) {
 	}
 	c.lastTemplate.Store(t)
 	return t, nil
-}
-
-// wireSafe refuses the text JSON would change on its way to a runner's
-// admin API (bytes that are not UTF-8 become U+FFFD): the runner would then
-// store and send other bytes than were enqueued. Validate refuses the same
-// text; this is the check for callers of Remote that skipped it.
-func wireSafe(req Request, o EnqueueOptions) error {
-	bad := func(field string) error {
-		return &InvalidError{Field: field, Value: "(not valid UTF-8)", Accepted: "valid UTF-8, so it passes the admin API unchanged (percent-encode other bytes in URLs)"}
-	}
-	switch {
-	case !utf8.ValidString(req.Method):
-		return bad("method")
-	case !utf8.ValidString(req.URL):
-		return bad("url")
-	case !utf8.ValidString(o.Key):
-		return bad("key")
-	case !utf8.ValidString(o.StatusURL):
-		return bad("status-url")
-	}
-	for _, h := range req.Header {
-		if !utf8.ValidString(h.Name) || !utf8.ValidString(h.Value) {
-			return bad("header " + strings.ToValidUTF8(h.Name, "?"))
-		}
-	}
-	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,7 +171,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// net/http refuses an invalid Host to a proxy, but its writer
 			// and reader race to report it (sometimes a closed connection
 			// instead); refusing it here gives the one answer every time.
-			if req.Host != "" && !validHostHeader(req.Host) {
+			if req.Host != "" && !httpsyntax.ValidHostHeader(req.Host) {
 				closeReqBody(req)
 				return nil, errors.New("http: invalid Host header")
 			}
@@ -569,19 +568,4 @@ func checkRequest(req *http.Request) error {
 		}
 	}
 	return nil
-}
-
-// validHostHeader reports whether h may be sent as a Host header: the
-// bytes net/http (httpguts.ValidHostHeader) accepts.
-func validHostHeader(h string) bool {
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!$%&'()*+,-.:;=[]_~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -203,8 +203,7 @@ func parseJSONLine(text string, line int) (jsonLine, error) {
 		if err != nil {
 			why = err.Error()
 		}
-		return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d", line), Value: quoteShortCLI(text),
-			Accepted: "one JSON object per line with the fields " + fromFieldList + " (" + why + ")"}
+		return jl, api.Invalid(fmt.Sprintf("--from line %d", line), text, "one JSON object per line with the fields "+fromFieldList+" ("+why+")")
 	}
 	names := make([]string, 0, len(raw))
 	for n := range raw {
@@ -231,18 +230,10 @@ func parseJSONLine(text string, line int) (jsonLine, error) {
 				Accepted: "the fields " + fromFieldList}
 		}
 		if err := json.Unmarshal(raw[n], dst); err != nil {
-			return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d: %s", line, n), Value: quoteShortCLI(string(raw[n])), Accepted: fromFields[strings.ToLower(n)]}
+			return jl, api.Invalid(fmt.Sprintf("--from line %d: %s", line, n), string(raw[n]), fromFields[strings.ToLower(n)])
 		}
 	}
 	return jl, nil
-}
-
-// quoteShortCLI quotes s, cut to 64 bytes.
-func quoteShortCLI(s string) string {
-	if len(s) > 64 {
-		return fmt.Sprintf("%q… (%d bytes)", s[:64], len(s))
-	}
-	return fmt.Sprintf("%q", s)
 }
 
 func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []string, asJSON bool) error {

@@ -23,3 +23,14 @@ func TestValidHeaderValue(t *testing.T) {
 		}
 	}
 }
+
+func TestValidHostHeader(t *testing.T) {
+	for h, want := range map[string]bool{
+		"api.example.com": true, "api.example.com:8443": true, "[::1]:443": true, "[fe80::1%25eth0]": true, "": true,
+		"bad\nhost": false, "a b": false, "a/b": false, "a@b": false, "h\x00": false, "café": false,
+	} {
+		if got := ValidHostHeader(h); got != want {
+			t.Errorf("ValidHostHeader(%q) = %v, want %v", h, got, want)
+		}
+	}
+}
