@@ -27,18 +27,23 @@ func post(t *testing.T, target *faketarget.Server, key, body string, timeout tim
 	}
 }
 
+// verdictSetup is a database path and a fake target (closed at the end).
+func verdictSetup(t *testing.T) (string, *faketarget.Server) {
+	t.Helper()
+	target, err := faketarget.Start(faketarget.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { target.Close() })
+	return filepath.Join(t.TempDir(), "demo.db"), target
+}
+
 // TestVerifyCatchesDuplicateUnderRotatedKey: the job succeeded under key K,
 // and a second payment with the same body was created under "K-r2" (a key
 // rotated on retry). Two payments for one job: the verdict must not pass.
 func TestVerifyCatchesDuplicateUnderRotatedKey(t *testing.T) {
 	bin := buildBinary(t)
-	dir := t.TempDir()
-	dbPath := filepath.Join(dir, "demo.db")
-	target, err := faketarget.Start(faketarget.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer target.Close()
+	dbPath, target := verdictSetup(t)
 	keys := []string{"demo-t-00000"}
 	ctx := context.Background()
 	if err := enqueueWave(ctx, dbPath, target, keys, 0); err != nil {
@@ -88,12 +93,7 @@ func runJobs(t *testing.T, dbPath, url string, keys []string) {
 // that took a timeout for "nothing happened" leaves exactly this). verify
 // must settle the commit first: in reality it lands, so the verdict fails.
 func TestVerifyWaitsForInFlightCreates(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "demo.db")
-	target, err := faketarget.Start(faketarget.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer target.Close()
+	dbPath, target := verdictSetup(t)
 	key := "demo-t-00000"
 	runJobs(t, dbPath, target.URL()+"/nope", []string{key}) // 404: failed
 	target.SetFaults(faketarget.Faults{SlowCommit: 1, SlowCommitDelay: 300 * time.Millisecond})
@@ -112,12 +112,7 @@ func TestVerifyWaitsForInFlightCreates(t *testing.T) {
 // TestVerifyChecksCanceled: canceled claims no attempt could have had an
 // effect (P6); a payment for a canceled job is a false end state.
 func TestVerifyChecksCanceled(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "demo.db")
-	target, err := faketarget.Start(faketarget.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer target.Close()
+	dbPath, target := verdictSetup(t)
 	key := "demo-t-00000"
 	c, err := api.Open(dbPath, nil)
 	if err != nil {
