@@ -124,6 +124,10 @@ type Options struct {
 	// MaxSize, when positive, refuses commits that would grow the file
 	// beyond this many bytes (bbolt's Options.MaxSize).
 	MaxSize int
+
+	// replaced counts the opens given up because the file was replaced
+	// while they waited for its lock (Compact).
+	replaced int
 }
 
 // DB is an open idemrun database.
@@ -220,6 +224,20 @@ func Open(path string, opts *Options) (*DB, error) {
 		}
 	}
 
+	if existed {
+		// The lock is on the file opened, which is no longer the one at
+		// path if Compact renamed its copy over it while this open waited
+		// for the lock: writing to it would write to a deleted file. Open
+		// the file now at path instead.
+		if now, err := os.Stat(path); err != nil || !os.SameFile(fi, now) {
+			bdb.Close()
+			if o.replaced >= 3 {
+				return nil, fmt.Errorf("store: open %s: the file was replaced %d times while waiting for its lock; try again", path, o.replaced+1)
+			}
+			o.replaced++
+			return Open(path, &o)
+		}
+	}
 	db := &DB{path: path, bolt: bdb, opts: o}
 	if err := db.init(); err != nil {
 		bdb.Close()

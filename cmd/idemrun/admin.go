@@ -62,6 +62,31 @@ func (m *Main) backup(ctx context.Context, args []string) error {
 	return nil
 }
 
+func (m *Main) compact(ctx context.Context, args []string) error {
+	fs, db := m.flags("compact", "[--json]")
+	asJSON := fs.Bool("json", false, "print the result as a JSON object")
+	if err := m.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("compact: unexpected argument %q", fs.Arg(0))
+	}
+	path := m.dbPath(*db)
+	res, err := store.Compact(path, &store.Options{LockTimeout: 2 * time.Second})
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return fmt.Errorf("compact: %w; compact needs the file to itself: stop the runner and any other idemrun process using %s, then run compact again", err, path)
+		}
+		return fmt.Errorf("compact: %w", err)
+	}
+	if *asJSON {
+		return m.printJSON(res)
+	}
+	fmt.Fprintf(m.Stdout, "compact: %s %d → %d bytes (%d free pages dropped), %d jobs kept, %.0f ms\n",
+		path, res.BytesBefore, res.BytesAfter, res.FreePagesBefore, res.Jobs, res.TookMs)
+	return nil
+}
+
 func (m *Main) check(ctx context.Context, args []string) error {
 	fs, db := m.flags("check", "[FILE]")
 	if err := m.parse(fs, args); err != nil {

@@ -60,6 +60,7 @@ func commands() []command {
 		{"watch", "live view of counts, rates and jobs needing a person", (*Main).watch},
 		{"backup", "write a consistent copy of the database", (*Main).backup},
 		{"check", "verify a database file (bbolt and idemrun invariants)", (*Main).check},
+		{"compact", "rewrite the database without its free pages (runner stopped)", (*Main).compact},
 		{"demo", "see the promise hold: fake target, faults, kill -9, zero duplicates", (*Main).demo},
 		{"bench", "measure enqueue and worked jobs/s against a loopback target", (*Main).bench},
 	}
