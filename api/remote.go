@@ -157,27 +157,35 @@ func (r *Remote) Enqueue(ctx context.Context, req Request, o EnqueueOptions) (En
 	return EnqueueResult{Job: out.Job, Existing: out.Existing}, nil
 }
 
-// batchBody is the admin API's body for a batch enqueue of items, refused
-// when it is over MaxAdminBatchBody.
-func batchBody(items []ManyItem) ([]byte, error) {
+// batchBody is the admin API's body for a batch enqueue of the items that
+// pass Validate (checked here because JSON would silently change bytes
+// that are not UTF-8), refused when it is over MaxAdminBatchBody. at holds
+// the position in items of each job in the body; invalid holds each other
+// item's refusal, by position.
+func batchBody(items []ManyItem) (body []byte, at []int, invalid map[int]error, err error) {
 	in := struct {
 		Jobs []WireEnqueue `json:"jobs"`
 	}{Jobs: make([]WireEnqueue, 0, len(items))}
 	for i, it := range items {
 		if _, err := Validate(it.Request, it.Options, nil); err != nil {
-			return nil, fmt.Errorf("api: batch job %d of %d: %w", i+1, len(items), err)
+			if invalid == nil {
+				invalid = map[int]error{}
+			}
+			invalid[i] = err
+			continue
 		}
 		in.Jobs = append(in.Jobs, toWire(it.Request, it.Options))
+		at = append(at, i)
 	}
 	b, err := json.Marshal(in)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if len(b) > MaxAdminBatchBody {
-		return nil, &InvalidError{Field: "batch", Value: fmt.Sprintf("(%d jobs, %d bytes as the admin API carries them)", len(items), len(b)),
+		return nil, nil, nil, &InvalidError{Field: "batch", Value: fmt.Sprintf("(%d jobs, %d bytes as the admin API carries them)", len(items), len(b)),
 			Accepted: fmt.Sprintf("at most %d bytes (64 MiB) per batch; split it into smaller ones", MaxAdminBatchBody)}
 	}
-	return b, nil
+	return b, at, invalid, nil
 }
 
 // CheckBatch refuses a batch the admin API could not carry in one request
@@ -185,15 +193,24 @@ func batchBody(items []ManyItem) ([]byte, error) {
 // hold every batch to the same limit whether a runner holds the file or
 // not.
 func CheckBatch(items []ManyItem) error {
-	_, err := batchBody(items)
+	_, _, _, err := batchBody(items)
 	return err
 }
 
-// EnqueueMany enqueues a batch through the runner.
+// EnqueueMany enqueues a batch through the runner. As with
+// Client.EnqueueMany, invalid jobs and key conflicts get their own Err and
+// the others are stored; the returned error means nothing was stored.
 func (r *Remote) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResult, error) {
-	in, err := batchBody(items)
+	in, at, invalid, err := batchBody(items)
 	if err != nil {
 		return nil, err
+	}
+	res := make([]ManyResult, len(items))
+	for i, err := range invalid {
+		res[i].Err = err
+	}
+	if len(at) == 0 {
+		return res, nil
 	}
 	var out struct {
 		Results []wireManyResult `json:"results"`
@@ -201,8 +218,11 @@ func (r *Remote) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 	if err := r.do(ctx, http.MethodPost, "/v1/jobs/batch", json.RawMessage(in), &out); err != nil {
 		return nil, err
 	}
-	res := make([]ManyResult, len(out.Results))
-	for i, x := range out.Results {
+	if len(out.Results) != len(at) {
+		return nil, fmt.Errorf("api: the runner answered %d results for a batch of %d jobs", len(out.Results), len(at))
+	}
+	for k, x := range out.Results {
+		i := at[k]
 		res[i] = ManyResult{Job: x.Job, Existing: x.Existing}
 		if x.Error != nil {
 			res[i].Err = &RemoteError{Code: x.Error.Code, Message: x.Error.Message}

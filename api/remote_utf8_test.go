@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -56,8 +57,10 @@ func TestRemoteEnqueueRefusesNonUTF8(t *testing.T) {
 	if _, err := rem.Enqueue(ctx, req, o); err == nil || !strings.Contains(err.Error(), "UTF-8") {
 		t.Errorf("Remote.Enqueue of header value %q: err %v, want a refusal naming UTF-8", "caf\xe9", err)
 	}
-	if _, err := rem.EnqueueMany(ctx, []api.ManyItem{{Request: req, Options: api.EnqueueOptions{Key: "utf8-many"}}}); err == nil || !strings.Contains(err.Error(), "UTF-8") {
-		t.Errorf("Remote.EnqueueMany of header value %q: err %v, want a refusal naming UTF-8", "caf\xe9", err)
+	// EnqueueMany refuses the item, not the call (as Client.EnqueueMany does).
+	res, err := rem.EnqueueMany(ctx, []api.ManyItem{{Request: req, Options: api.EnqueueOptions{Key: "utf8-many"}}})
+	if err != nil || len(res) != 1 || res[0].Err == nil || !strings.Contains(res[0].Err.Error(), "UTF-8") || !errors.Is(res[0].Err, api.ErrInvalid) {
+		t.Errorf("Remote.EnqueueMany of header value %q: results %+v, err %v; want the item refused as invalid, naming UTF-8", "caf\xe9", res, err)
 	}
 	for _, k := range []string{"utf8-remote", "utf8-many"} {
 		if _, err := c.GetByKey(ctx, k); err == nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -399,8 +400,35 @@ func (db *DB) update(fn func(tx *bolt.Tx) error) (err error) {
 
 func (db *DB) recoverCorrupt(err *error) {
 	if r := recover(); r != nil {
+		if cp, ok := r.(callerPanic); ok {
+			*err = fmt.Errorf("store: a function of the caller's panicked inside a transaction on %s (the file is not damaged; nothing of that transaction was committed): %v\n%s", db.path, cp.v, cp.stack)
+			return
+		}
 		*err = fmt.Errorf("%w: %s: %v; run `idemrun check %s`, restore from a backup", ErrCorrupt, db.path, r, db.path)
 	}
+}
+
+// callerPanic is a panic raised by a caller's function that the store ran
+// inside a transaction (inCaller).
+type callerPanic struct {
+	v     any
+	stack []byte
+}
+
+// inCaller runs fn, code of the store's caller (a TransitionFunc, a
+// ClaimFunc, a skip test), inside a transaction. Its panic goes on, marked
+// as the caller's: update and view report other panics as a damaged file
+// (bbolt panics on bad pages), and a bug in the caller's code is not that.
+func inCaller(fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(callerPanic); ok {
+				panic(r)
+			}
+			panic(callerPanic{v: r, stack: debug.Stack()})
+		}
+	}()
+	fn()
 }
 
 // openBolt is bolt.Open with its panics on damaged files turned into

@@ -469,7 +469,11 @@ func (db *DB) PrepareClaims(ctx context.Context, s State, now time.Time, limit i
 				break
 			}
 			id := append([]byte(nil), k[9:]...)
-			if skip != nil && skip(uuid.UUID(id).String()) {
+			skipped := false
+			if skip != nil {
+				inCaller(func() { skipped = skip(uuid.UUID(id).String()) })
+			}
+			if skipped {
 				continue
 			}
 			v := b.jobs.Get(id)
@@ -510,7 +514,7 @@ func claimed(j *Job, s State, now time.Time, prepare ClaimFunc) ([]byte, error) 
 		j.StatusQueries++
 	}
 	if prepare != nil {
-		prepare(j)
+		inCaller(func() { prepare(j) })
 	}
 	return encodeJob(j)
 }
@@ -639,7 +643,11 @@ func claimNextIn(b buckets, next NextClaim) (*Claim, error) {
 			if bytes.Compare(k[:9], l.bound) > 0 {
 				break
 			}
-			if next.Skip == nil || !next.Skip(uuid.UUID(k[9:]).String()) {
+			skip := false
+			if next.Skip != nil {
+				inCaller(func() { skip = next.Skip(uuid.UUID(k[9:]).String()) })
+			}
+			if !skip {
 				l.k = k
 				return
 			}
@@ -739,11 +747,15 @@ func (db *DB) transition(id string, fn TransitionFunc) (*Job, error) {
 			return err
 		}
 		j := old.clone()
-		if err := fn(j); err != nil {
-			return err
+		var ferr error
+		inCaller(func() { ferr = fn(j) })
+		if ferr != nil {
+			return ferr
 		}
-		if j.ID != old.ID || j.Key != old.Key {
-			return fmt.Errorf("store: job %s: id and key never change", old.ID)
+		if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence {
+			// Only a claim moves the fence; a change that rewound it would
+			// let a stale claim's write pass its fence check again.
+			return fmt.Errorf("store: job %s: id, key and fence never change in a transition", old.ID)
 		}
 		if !sameRequest(old, j) {
 			return fmt.Errorf("store: job %s: %w", old.ID, errRequestChanged)
@@ -798,7 +810,7 @@ func (db *DB) RecoverRunning(ctx context.Context, now time.Time, fn func(j *Job)
 				}
 				j.NextRunAt = now
 				if fn != nil {
-					fn(j)
+					inCaller(func() { fn(j) })
 				}
 				if err := b.replace(old, j); err != nil {
 					return err

@@ -193,10 +193,13 @@ func (db *DB) ack(batch []*op, results []error) {
 	}
 }
 
-func (db *DB) runBatch(batch []*op, results []error) error {
+func (db *DB) runBatch(batch []*op, results []error) (err error) {
 	start := time.Now()
 	defer func() {
-		if fn := db.observer.Load(); fn != nil {
+		// Only committed transactions are told: not a batch rolled back
+		// because nothing was written, nor one whose commit failed (its
+		// operations are then re-run and told one by one).
+		if fn := db.observer.Load(); fn != nil && err == nil {
 			(*fn)(time.Since(start), len(batch))
 		}
 	}()
