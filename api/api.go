@@ -575,9 +575,9 @@ func (c *Client) Sweep(ctx context.Context, olderThan, keysFor time.Duration) (i
 	keyCutoff := now.Add(-max(keysFor, olderThan))
 	total := 0
 	for {
-		n, err := c.db.SweepKeepKeys(ctx, cutoff, keyCutoff, 1000)
+		n, released, err := c.db.SweepKeepKeysCounts(ctx, cutoff, keyCutoff, 1000)
 		total += n
-		if err != nil || n < 1000 {
+		if err != nil || (n < 1000 && released < 1000) {
 			return total, err
 		}
 	}

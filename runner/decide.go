@@ -381,6 +381,14 @@ func (r *Runner) resolveUnknown(ctx context.Context, s *slot, c store.Claim) {
 	now := r.cfg.Now()
 	if !r.canQuery(j) {
 		r.write(s, c, func(j *store.Job) error {
+			if replaySafe(j) {
+				// Safe to repeat: an unknown outcome is no effect (as
+				// ClassifyError treats it), also after a crash.
+				j.MayHaveEffect = false
+				j.UnknownSince = time.Time{}
+				r.retryLater(j, Verdict{Class: ClassNoEffect}, sendResult{}, now)
+				return nil
+			}
 			r.replayInTTL(j, now, 0)
 			return nil
 		})

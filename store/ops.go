@@ -781,24 +781,32 @@ func (db *DB) transition(id string, fn TransitionFunc) (*Job, error) {
 // and returns how many jobs it moved.
 func (db *DB) RecoverRunning(ctx context.Context, now time.Time, fn func(j *Job)) (int, error) {
 	total := 0
+	// A running job whose record cannot be read (damaged, or missing
+	// behind its index entry) is passed over, as claims pass over one: it
+	// must not keep every other job running. `idemrun check` reports it.
+	damaged := map[string]bool{}
 	for {
 		if err := ctx.Err(); err != nil {
 			return total, err
 		}
 		n := 0
+		var bad [][]byte
 		err := db.write(func(tx *bolt.Tx) error {
-			n = 0
+			n, bad = 0, bad[:0]
 			b := db.writeBuckets(tx)
 			prefix := stateByte[StateRunning]
 			var ids [][]byte
 			c := b.index.Cursor()
 			for k, _ := c.Seek([]byte{prefix}); k != nil && k[0] == prefix && len(ids) < db.opts.MaxBatch; k, _ = c.Next() {
-				ids = append(ids, append([]byte(nil), k[9:]...))
+				if !damaged[string(k[9:])] {
+					ids = append(ids, append([]byte(nil), k[9:]...))
+				}
 			}
 			for _, id := range ids {
 				old, err := b.load(id)
 				if err != nil {
-					return fatal(err)
+					bad = append(bad, id)
+					continue
 				}
 				j := old.clone()
 				j.State = StateUnknown
@@ -823,7 +831,10 @@ func (db *DB) RecoverRunning(ctx context.Context, now time.Time, fn func(j *Job)
 			return total, err
 		}
 		total += n
-		if n == 0 {
+		for _, id := range bad {
+			damaged[string(id)] = true
+		}
+		if n == 0 && len(bad) == 0 {
 			return total, nil
 		}
 	}
@@ -909,12 +920,20 @@ const tombLen = 16 + 8
 // last update; tombstones older than keyCutoff are released, up to limit
 // per call. Both walks use indexes.
 func (db *DB) SweepKeepKeys(ctx context.Context, jobCutoff, keyCutoff time.Time, limit int) (int, error) {
+	n, _, err := db.SweepKeepKeysCounts(ctx, jobCutoff, keyCutoff, limit)
+	return n, err
+}
+
+// SweepKeepKeysCounts is SweepKeepKeys that also returns how many key
+// reservations it released, so a caller can loop until both are below
+// limit.
+func (db *DB) SweepKeepKeysCounts(ctx context.Context, jobCutoff, keyCutoff time.Time, limit int) (int, int, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	n := 0
+	n, released := 0, 0
 	err := db.write(func(tx *bolt.Tx) error {
-		n = 0
+		n, released = 0, 0
 		b := db.writeBuckets(tx)
 		tombs, err := tx.CreateBucketIfNotExists(bucketTombs)
 		if err != nil {
@@ -928,6 +947,7 @@ func (db *DB) SweepKeepKeys(ctx context.Context, jobCutoff, keyCutoff time.Time,
 		for k, _ := tc.First(); k != nil && bytes.Compare(k[:8], bound) < 0 && len(old) < limit; k, _ = tc.Next() {
 			old = append(old, append([]byte(nil), k...))
 		}
+		released = len(old)
 		for _, k := range old {
 			key := tombs.Get(k)
 			if v := b.keys.Get(key); len(v) == tombLen && bytes.Equal(v[:16], k[8:]) {
@@ -953,7 +973,9 @@ func (db *DB) SweepKeepKeys(ctx context.Context, jobCutoff, keyCutoff time.Time,
 		for _, id := range ids {
 			j, err := b.load(id)
 			if err != nil {
-				return fatal(err)
+				// A damaged record stays for `idemrun check` to report; it
+				// must not stop the sweep of the others.
+				continue
 			}
 			if err := b.remove(j); err != nil {
 				return err
@@ -977,5 +999,5 @@ func (db *DB) SweepKeepKeys(ctx context.Context, jobCutoff, keyCutoff time.Time,
 		}
 		return nil
 	})
-	return n, err
+	return n, released, err
 }
