@@ -182,9 +182,10 @@ func (r *Runner) decideAfterAttempt(j *store.Job, v Verdict, res sendResult, now
 		// 409: a request with this key is in progress at the target. It
 		// proves the target tracks the key; this send does not count
 		// against the budget.
-		// A run of 409s is bounded: beyond MaxAttempts of them they count
-		// like any attempt.
-		if inProgressAnswers(j) <= j.MaxAttempts {
+		// A run of 409s is bounded: beyond MaxAttempts free sends since
+		// the last manual retry they count like any attempt. (Counted by
+		// AttemptBase, not from the history, which is trimmed.)
+		if j.AttemptBase-j.RetryBase < j.MaxAttempts {
 			j.AttemptBase++
 		}
 		j.MayHaveEffect = true
@@ -288,17 +289,6 @@ func (r *Runner) toUnknown(j *store.Job, now time.Time, delay time.Duration, why
 		j.Reason = why
 	}
 	return fmt.Sprintf("status query in %s", delay.Round(time.Millisecond))
-}
-
-// inProgressAnswers counts the attempts of j answered 409.
-func inProgressAnswers(j *store.Job) int {
-	n := 0
-	for _, e := range j.History {
-		if e.Kind == store.EventAttempt && e.Class == string(ClassInProgress) {
-			n++
-		}
-	}
-	return n
 }
 
 // retryAfterOf is the server's Retry-After when the verdict honors it, or 0.
