@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -49,6 +50,12 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	}
 	o.ReadOnly = false
 	o.MustExist = true
+	// Compact the file itself, not a link to it: renaming the copy over a
+	// symbolic link would make the link a second database beside the one
+	// it pointed to.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	src, err := Open(path, &o)
 	if err != nil {
 		return res, err
@@ -57,6 +64,10 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return res, fmt.Errorf("store: compact %s: %w", path, err)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if st != nil && st.Nlink > 1 {
+		return res, fmt.Errorf("store: compact %s: the file has %d hard links; compacting would leave the other names on the old file, a second database: remove the other links first", path, st.Nlink)
 	}
 	res.BytesBefore = fi.Size()
 	res.FreePagesBefore = src.bolt.Stats().FreePageN
@@ -73,7 +84,17 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 		}
 		return res, fmt.Errorf("store: compact %s: %w", path, err)
 	}
+	// The copy gets the file's mode (fchmod, past the umask) and owner, so
+	// the runner's user can still open it when someone else compacts.
+	err = f.Chmod(fi.Mode().Perm())
+	if err == nil && st != nil {
+		err = f.Chown(int(st.Uid), int(st.Gid))
+	}
 	f.Close()
+	if err != nil {
+		os.Remove(tmp)
+		return res, fmt.Errorf("store: compact %s: giving the copy the file's owner and mode: %w; run compact as the file's owner", path, err)
+	}
 	done := false
 	defer func() {
 		if !done {
@@ -84,7 +105,12 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("store: compact %s: %w", path, err)
 	}
-	if err := bolt.Compact(dst, src.bolt, compactTxSize); err != nil {
+	// bbolt panics on a damaged page; the copy reads through bbolt's own
+	// View, so its panics are turned into ErrCorrupt here.
+	if err := func() (err error) {
+		defer src.recoverCorrupt(&err)
+		return bolt.Compact(dst, src.bolt, compactTxSize)
+	}(); err != nil {
 		dst.Close()
 		return res, fmt.Errorf("store: compact %s: copying: %w", path, err)
 	}
@@ -92,7 +118,21 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 		return res, fmt.Errorf("store: compact %s: %w", path, err)
 	}
 	if err := checkCompacted(tmp, before); err != nil {
+		if rep, serr := src.Check(); serr != nil || !rep.OK() {
+			return res, fmt.Errorf("store: compact %s: the database itself has problems (%v); it was not touched: run `idemrun check %s`", path, err, path)
+		}
 		return res, fmt.Errorf("store: compact %s: the copy failed its check, the database was not touched: %w", path, err)
+	}
+	// Hold the copy's lock from before the rename until the rename is
+	// durable: a process that opens the new file in between must not
+	// commit into it while a power loss could still bring the old one back.
+	lk, err := os.Open(tmp)
+	if err != nil {
+		return res, fmt.Errorf("store: compact %s: %w", path, err)
+	}
+	defer lk.Close()
+	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return res, fmt.Errorf("store: compact %s: locking the copy: %w", path, err)
 	}
 	if compactBeforeRename != nil {
 		compactBeforeRename()
@@ -104,6 +144,7 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	if err := syncDir(filepath.Dir(path)); err != nil {
 		return res, fmt.Errorf("store: compact %s: the compacted file is in place, but syncing its directory failed: %w", path, err)
 	}
+	lk.Close()
 	if fi, err := os.Stat(path); err == nil {
 		res.BytesAfter = fi.Size()
 	}

@@ -206,6 +206,14 @@ func Open(path string, opts *Options) (*DB, error) {
 		NoFreelistSync: false,
 		MaxSize:        o.MaxSize,
 	}
+	// opened is the file bbolt opens and locks, compared below with the
+	// file at path once the lock is held.
+	var opened *os.File
+	bo.OpenFile = func(name string, flag int, perm fs.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		opened = f
+		return f, err
+	}
 	if existed && fi.Size() > 0 {
 		if err := checkTruncated(path, fi.Size()); err != nil {
 			return nil, err
@@ -225,12 +233,15 @@ func Open(path string, opts *Options) (*DB, error) {
 		}
 	}
 
-	if existed {
+	{
 		// The lock is on the file opened, which is no longer the one at
 		// path if Compact renamed its copy over it while this open waited
 		// for the lock: writing to it would write to a deleted file. Open
-		// the file now at path instead.
-		if now, err := os.Stat(path); err != nil || !os.SameFile(fi, now) {
+		// the file now at path instead. (The held file itself is compared:
+		// a stat of path taken before the open could match a new file that
+		// reused a freed inode number.)
+		held, herr := opened.Stat()
+		if now, err := os.Stat(path); err != nil || herr != nil || !os.SameFile(held, now) {
 			bdb.Close()
 			if o.replaced >= 3 {
 				return nil, fmt.Errorf("store: open %s: the file was replaced %d times while waiting for its lock; try again", path, o.replaced+1)
