@@ -139,25 +139,49 @@ func (m *Main) watch(ctx context.Context, args []string) error {
 	if *count < 0 {
 		return &api.InvalidError{Field: "count", Value: fmt.Sprint(*count), Accepted: "0 or more"}
 	}
-	svc, err := m.openService(m.dbPath(*db), false)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
+	path := m.dbPath(*db)
 	tty := isTTY(m.Stdout)
 	var prev api.Stats
 	prevAt := time.Now()
 	for i := 0; *count == 0 || i < *count; i++ {
-		st, err := svc.Stats(ctx)
+		// The file (or the runner's socket) is opened for each refresh and
+		// closed before the wait: held across it, the file's lock would keep
+		// a runner from starting, and a restarted runner's new socket would
+		// go unseen.
+		svc, err := m.openService(path, false)
+		var st api.Stats
+		if err == nil {
+			st, err = svc.Stats(ctx)
+			if err != nil {
+				svc.Close()
+			}
+		}
 		if err != nil {
-			return err
+			if prev == nil {
+				return err
+			}
+			// Later refreshes report and go on (a runner restarting holds
+			// the file for a moment before its socket is up).
+			fmt.Fprintf(m.Stderr, "idemrun watch: %v\n", err)
+			if !m.watchWait(ctx, *interval) {
+				return nil
+			}
+			continue
 		}
 		now := time.Now()
 		done := st["succeeded"] + st["failed"] + st["canceled"]
-		rate := 0.0
+		// finished/s is the growth of the end states between refreshes.
+		// Jobs also leave them (the retention sweep, a retry); when more
+		// left than arrived the rate is not known, and says so rather than
+		// going negative.
+		rate := "0.0"
 		if prev != nil {
 			pd := prev["succeeded"] + prev["failed"] + prev["canceled"]
-			rate = float64(done-pd) / now.Sub(prevAt).Seconds()
+			if d := done - pd; d >= 0 {
+				rate = fmt.Sprintf("%.1f", float64(d)/now.Sub(prevAt).Seconds())
+			} else {
+				rate = "n/a"
+			}
 		}
 		if tty {
 			fmt.Fprint(m.Stdout, "\x1b[H\x1b[2J")
@@ -166,7 +190,7 @@ func (m *Main) watch(ctx context.Context, args []string) error {
 			for _, s := range sortedStates(st) {
 				fmt.Fprintf(tw, "%s\t%d\t\n", s, st[s])
 			}
-			fmt.Fprintf(tw, "finished/s\t%.1f\t\n", rate)
+			fmt.Fprintf(tw, "finished/s\t%s\t\n", rate)
 			tw.Flush()
 			for _, s := range []store.State{store.StateUnknown, store.StateNeedsAttention} {
 				page, err := svc.List(ctx, api.ListFilter{States: []store.State{s}, Limit: 5, Oldest: true})
@@ -183,19 +207,28 @@ func (m *Main) watch(ctx context.Context, args []string) error {
 			for _, s := range sortedStates(st) {
 				parts = append(parts, fmt.Sprintf("%s=%d", s, st[s]))
 			}
-			fmt.Fprintf(m.Stdout, "%s %s finished/s=%.1f\n", now.Format(time.RFC3339), strings.Join(parts, " "), rate)
+			fmt.Fprintf(m.Stdout, "%s %s finished/s=%s\n", now.Format(time.RFC3339), strings.Join(parts, " "), rate)
 		}
+		svc.Close()
 		prev, prevAt = st, now
 		if *count != 0 && i == *count-1 {
 			break
 		}
-		select {
-		case <-ctx.Done():
+		if !m.watchWait(ctx, *interval) {
 			return nil
-		case <-time.After(*interval):
 		}
 	}
 	return nil
+}
+
+// watchWait waits d, or reports false when ctx ends first.
+func (m *Main) watchWait(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
 }
 
 func firstNonEmpty(a, b string) string {
