@@ -106,10 +106,13 @@ func (c *Client) view(j *store.Job) *Job {
 	}
 	if r := j.Result; r != nil {
 		vr := &Result{HTTPStatus: r.HTTPStatus, Truncated: r.Truncated, Source: r.Source}
-		if utf8.Valid(r.Body) {
-			vr.Body = scrub(string(r.Body))
+		// Scrubbed before the encoding is chosen: a body that is not
+		// UTF-8 (a Latin-1 page, one cut mid-character at the body limit)
+		// can echo a secret too.
+		if body := scrub(string(r.Body)); utf8.ValidString(body) {
+			vr.Body = body
 		} else {
-			vr.BodyBase64 = r.Body
+			vr.BodyBase64 = []byte(body)
 		}
 		v.Result = vr
 	}
@@ -135,7 +138,11 @@ func (c *Client) scrubber(j *store.Job) func(string) string {
 			return s
 		}
 		if !collected {
-			secrets, collected = c.red.Secrets(j.Request.HTTPHeader(), j.Request.URL), true
+			// The status URL template can carry a credential too
+			// (?api_key=…), and its expansion is what status-query errors
+			// and echoing answers quote.
+			secrets = append(c.red.Secrets(j.Request.HTTPHeader(), j.Request.URL), c.red.Secrets(nil, j.StatusURL)...)
+			collected = true
 		}
 		return c.red.String(s, secrets...)
 	}

@@ -145,7 +145,17 @@ func ParseHeaderLine(line string) (Header, error) {
 func validateHeader(h Header) error {
 	const acc = "'Name: value' with a valid header name (RFC 9110 token) and a value without CR, LF or NUL"
 	if !httpsyntax.IsToken(h.Name) {
-		return invalid("header name", h.Name, acc)
+		// Only the name's leading token characters are shown: a line such
+		// as "Authorization Bearer sk_…:…" puts a credential before its
+		// first colon.
+		shown := h.Name
+		for i := 0; i < len(shown); i++ {
+			if !httpsyntax.IsToken(shown[:i+1]) {
+				shown = shown[:i] + " …"
+				break
+			}
+		}
+		return invalid("header name", shown, acc)
 	}
 	if !httpsyntax.ValidHeaderValue(h.Value) {
 		return &InvalidError{Field: "header " + h.Name, Value: "(value with CR, LF or control characters)", Accepted: acc}

@@ -70,7 +70,7 @@ func (e *KeyConflictError) Error() string {
 	if !e.Deleted.IsZero() {
 		return fmt.Sprintf("store: idempotency key %q was used by job %s, which ended and was deleted by retention (last update %s); the key stays reserved for the key retention period so the request is not sent twice; use a new key for a new request", e.Key, e.JobID, e.Deleted.UTC().Format(time.RFC3339))
 	}
-	return fmt.Sprintf("store: idempotency key %q already used by job %s for a different request (method, URL, headers or body differ); use a new key, or send the identical request", e.Key, e.JobID)
+	return fmt.Sprintf("store: idempotency key %q already used by job %s for a different request (method, URL, headers, body or key format differ); use a new key, or send the identical request", e.Key, e.JobID)
 }
 
 // Unwrap makes errors.Is(err, ErrKeyConflict) true.

@@ -215,7 +215,10 @@ func enqueueIn(b buckets, j *Job, rec []byte) (EnqueueResult, error) {
 		if err != nil {
 			return EnqueueResult{}, err
 		}
-		if ex.Fingerprint != j.Fingerprint {
+		// The key format is part of what is sent (Idempotency-Key: k or
+		// "k") and never changes, so a request asking for another one is
+		// not the stored job.
+		if ex.Fingerprint != j.Fingerprint || keyFormatOf(ex) != keyFormatOf(j) {
 			return EnqueueResult{}, &KeyConflictError{Key: j.Key, JobID: ex.ID}
 		}
 		return EnqueueResult{Job: ex, Existing: true}, nil
@@ -228,6 +231,14 @@ func enqueueIn(b buckets, j *Job, rec []byte) (EnqueueResult, error) {
 		return EnqueueResult{}, err
 	}
 	return EnqueueResult{Job: j}, nil
+}
+
+// keyFormatOf is j's key format with the default spelled one way.
+func keyFormatOf(j *Job) string {
+	if j.KeyFormat == "token" {
+		return ""
+	}
+	return j.KeyFormat
 }
 
 // prepareNew checks a new job and encodes it, outside the writer.

@@ -72,16 +72,16 @@ func (r *Redactor) orDefault() *Redactor {
 // hidden, comparing names without regard to case: the listed names, and
 // any name that looks like a credential's (secretLike).
 func (r *Redactor) IsSensitiveHeader(name string) bool {
-	n := strings.ToLower(strings.TrimSpace(name))
-	return r.orDefault().headers[n] || secretLike(n)
+	n := strings.TrimSpace(name)
+	return r.orDefault().headers[strings.ToLower(n)] || secretLike(n)
 }
 
 // IsSensitiveParam reports whether values of the URL parameter called name
 // are hidden, comparing names without regard to case: the listed names,
 // and any name that looks like a credential's (secretLike).
 func (r *Redactor) IsSensitiveParam(name string) bool {
-	n := strings.ToLower(strings.TrimSpace(name))
-	return r.orDefault().params[n] || secretLike(n)
+	n := strings.TrimSpace(name)
+	return r.orDefault().params[strings.ToLower(n)] || secretLike(n)
 }
 
 // secretWords are the words (between "-", "_", "." and the like) that make
@@ -101,13 +101,29 @@ var keyKinds = map[string]bool{
 	"client": true, "signing": true, "master": true, "encryption": true, "license": true,
 }
 
-// secretLike reports whether a lower-case name has a credential's word, or
-// "key" after a word that makes it one (not a bare "key", which only the
-// lists name).
+// secretLike reports whether a name has a credential's word, or "key"
+// after a word that makes it one (not a bare "key", which only the lists
+// name). Words are split at anything but letters and digits and where a
+// lower-case letter or digit meets an upper-case one, so camelCase names
+// (accessToken, clientSecret, accessKey) split as their writers meant.
 func secretLike(name string) bool {
-	words := strings.FieldsFunc(name, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
-	})
+	var words []string
+	start := -1
+	for i := 0; i <= len(name); i++ {
+		var c byte
+		if i < len(name) {
+			c = name[i]
+		}
+		lower := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		upper := c >= 'A' && c <= 'Z'
+		if start >= 0 && (!(lower || upper) || upper && i > 0 && isLowerOrDigit(name[i-1])) {
+			words = append(words, strings.ToLower(name[start:i]))
+			start = -1
+		}
+		if start < 0 && (lower || upper) {
+			start = i
+		}
+	}
 	for i, w := range words {
 		if secretWords[w] || (w == "key" && i > 0 && keyKinds[words[i-1]]) {
 			return true
@@ -115,6 +131,8 @@ func secretLike(name string) bool {
 	}
 	return false
 }
+
+func isLowerOrDigit(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
 
 // HeaderValue returns value as it may be shown for the header called name:
 // unchanged when the header is not sensitive or the value is empty,

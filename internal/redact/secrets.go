@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -22,6 +23,11 @@ func (r *Redactor) String(s string, secrets ...string) string {
 	for _, sec := range secrets {
 		if len(sec) >= MinSecretLen {
 			use = append(use, sec)
+			// Error texts quote URLs Go-style (%q): a secret with a quote,
+			// a backslash or an unprintable rune appears escaped there.
+			if q := strconv.Quote(sec); q[1:len(q)-1] != sec {
+				use = append(use, q[1:len(q)-1])
+			}
 		}
 	}
 	if len(use) == 0 {

@@ -41,7 +41,14 @@ func testEnqueueRoundTrip(t *testing.T, open func(t *testing.T) Store) {
 		t.Errorf("GetByKey = %+v, %v; want %+v", byKey, err, want)
 	}
 
+	// The same request (fingerprint) with another key format is not the
+	// stored job: the format is part of what is sent.
+	other := NewJob("round-trip", now.Add(time.Hour))
+	if res, err := s.Enqueue(ctx, other); !errors.Is(err, store.ErrKeyConflict) {
+		t.Errorf("Enqueue of the same fingerprint with the token key format = %+v, %v; want ErrKeyConflict (the stored job is structured)", res, err)
+	}
 	again := NewJob("round-trip", now.Add(time.Hour))
+	again.KeyFormat = "structured"
 	res, err = s.Enqueue(ctx, again)
 	if err != nil || !res.Existing || res.Job == nil || res.Job.ID != want.ID {
 		t.Fatalf("second Enqueue of the same request = %+v, %v; want Existing job %s", res, err, want.ID)
