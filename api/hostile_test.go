@@ -501,7 +501,7 @@ func TestSecretsNeverShown(t *testing.T) {
 		PollInterval:  20 * time.Millisecond,
 		Rand:          runner.NewRand(7),
 		Logger:        slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OnWrite:       m.Observe,
+		OnEvent:       m.ObserveEvent,
 	})
 	if err != nil {
 		t.Fatalf("NewRunner: %v", err)

@@ -72,13 +72,20 @@ func NewMetrics(c *Client) *Metrics {
 	return m
 }
 
-// Observe records the event a runner write just closed. It is
-// runner.Config.OnWrite.
+// Observe records the last event of j, as if a runner write had just
+// closed it. A write that closes nothing (a park once status queries are
+// over) would count that event again: use ObserveEvent as
+// runner.Config.OnEvent instead.
 func (m *Metrics) Observe(j *store.Job) {
 	if len(j.History) == 0 {
 		return
 	}
-	e := j.History[len(j.History)-1]
+	m.ObserveEvent(j, j.History[len(j.History)-1])
+}
+
+// ObserveEvent records an event a runner write added or closed. It is
+// runner.Config.OnEvent.
+func (m *Metrics) ObserveEvent(_ *store.Job, e store.Event) {
 	switch e.Kind {
 	case store.EventAttempt:
 		if !e.End.IsZero() {

@@ -116,6 +116,12 @@ type Config struct {
 	// OnWrite, when set, is called after every durable write a worker makes
 	// (tests wait on it instead of sleeping).
 	OnWrite func(j *store.Job)
+	// OnEvent, when set, is called after a worker's durable write that
+	// added or closed a history event (an attempt ended, a status query
+	// answered), with that event: once per event, unlike OnWrite, which
+	// also sees writes that only park or reschedule a job. Metrics count
+	// with it.
+	OnEvent func(j *store.Job, e store.Event)
 	// Redact scrubs secrets from error texts before they are stored.
 	// Defaults to the identity function.
 	Redact func(j *store.Job, s string) string
@@ -702,6 +708,11 @@ func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 			if r.cfg.OnWrite != nil {
 				r.cfg.OnWrite(j)
 			}
+			if r.cfg.OnEvent != nil {
+				if e, ok := eventDone(c.Job, j); ok {
+					r.cfg.OnEvent(j, e)
+				}
+			}
 			return
 		}
 		if errors.Is(err, store.ErrFenced) {
@@ -722,4 +733,21 @@ func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+// eventDone returns the last history event of after when the write from
+// before to after added or closed it; a write that only parked or
+// rescheduled the job (its delay noted on the last event) did neither.
+func eventDone(before, after *store.Job) (store.Event, bool) {
+	if after == nil || len(after.History) == 0 {
+		return store.Event{}, false
+	}
+	a := after.History[len(after.History)-1]
+	if before != nil && len(before.History) > 0 {
+		b := before.History[len(before.History)-1]
+		if a.Kind == b.Kind && a.N == b.N && a.Start.Equal(b.Start) && a.End.Equal(b.End) && a.Class == b.Class && a.Outcome == b.Outcome {
+			return store.Event{}, false
+		}
+	}
+	return a, true
 }

@@ -123,7 +123,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		PollInterval:    *poll,
 		StartupSpread:   *spread,
 		HTTPChecker:     checker,
-		OnWrite:         metrics.Observe,
+		OnEvent:         metrics.ObserveEvent,
 	}
 	r, err := client.NewRunner(cfg)
 	if err != nil {
