@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -381,9 +382,32 @@ func (a *admin) stats(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
+// backupStall is how long a backup's client may stop reading before the
+// backup is abandoned: the copy is written from a read transaction, and
+// while one is open bbolt cannot grow the file's mapping, so a client that
+// stalls would in time stall every write, the runner's included.
+var backupStall = 30 * time.Second
+
+// stallWriter is the backup's response writer: each write must complete
+// within backupStall, and none starts once the request is gone.
+type stallWriter struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	ctx context.Context
+}
+
+func (s *stallWriter) Write(p []byte) (int, error) {
+	if err := s.ctx.Err(); err != nil {
+		return 0, err
+	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(backupStall))
+	return s.w.Write(p)
+}
+
 func (a *admin) backup(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
-	if _, err := a.svc.Backup(r.Context(), w); err != nil {
+	sw := &stallWriter{w: w, rc: http.NewResponseController(w), ctx: r.Context()}
+	if _, err := a.svc.Backup(r.Context(), sw); err != nil {
 		// Headers may be gone; abort so the client sees a broken body, not a
 		// short file that looks whole.
 		panic(http.ErrAbortHandler)
