@@ -3,11 +3,6 @@ package api_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
-	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/idemrun/idemrun/api"
@@ -18,32 +13,7 @@ import (
 // ones around it are stored.
 func TestRemoteEnqueueManyPerItem(t *testing.T) {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "rm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	db := filepath.Join(dir, "r.db")
-	c, err := api.Open(db, &api.Options{Warn: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ln, err := net.Listen("unix", api.SocketPath(db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(api.SocketPath(db), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: api.AdminHandler(c, api.AdminOptions{})}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	rem, err := api.DialSocket(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rem.Close()
+	c, rem := socketPair(t)
 
 	batch := func(prefix string) []api.ManyItem {
 		return []api.ManyItem{

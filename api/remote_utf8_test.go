@@ -20,33 +20,7 @@ import (
 // other bytes than the caller enqueued (P2).
 func TestRemoteEnqueueRefusesNonUTF8(t *testing.T) {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "rv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	db := filepath.Join(dir, "r.db")
-	c, err := api.Open(db, &api.Options{Warn: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ln, err := net.Listen("unix", api.SocketPath(db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(api.SocketPath(db), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: api.AdminHandler(c, api.AdminOptions{})}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-
-	rem, err := api.DialSocket(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rem.Close()
+	c, rem := socketPair(t)
 	req := api.Request{Method: "POST", URL: "http://127.0.0.1:9/pay",
 		Header: []api.Header{{Name: "X-Note", Value: "caf\xe9"}}, Body: []byte("{}")}
 	o := api.EnqueueOptions{Key: "utf8-remote"}
@@ -67,4 +41,39 @@ func TestRemoteEnqueueRefusesNonUTF8(t *testing.T) {
 			t.Errorf("a refused enqueue stored job %s", k)
 		}
 	}
+}
+
+// socketPair opens a store and serves its admin API on the unix socket
+// beside it, as a runner does, and returns the store's Client and a Remote
+// dialed through the socket. Both are closed when the test ends.
+func socketPair(t *testing.T) (*api.Client, *api.Remote) {
+	t.Helper()
+	// A short directory: the socket path must fit a unix socket address.
+	dir, err := os.MkdirTemp("", "rv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	db := filepath.Join(dir, "r.db")
+	c, err := api.Open(db, &api.Options{Warn: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ln, err := net.Listen("unix", api.SocketPath(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(api.SocketPath(db), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: api.AdminHandler(c, api.AdminOptions{})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	rem, err := api.DialSocket(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rem.Close() })
+	return c, rem
 }

@@ -33,19 +33,7 @@ func TestDamagedRecordDoesNotBlockRecovery(t *testing.T) {
 		t.Fatalf("claim: %v %v", cs, err)
 	}
 	db.Close()
-	bdb, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bdb.Update(func(tx *bolt.Tx) error {
-		a, _ := uuid.Parse(ids[0])
-		v := append([]byte(nil), tx.Bucket(bucketJobs).Get(a[:])...)
-		v[headLen] = 0x7f // damage the body's format byte, keep the head
-		return tx.Bucket(bucketJobs).Put(a[:], v)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	bdb.Close()
+	damageRecord(t, path, ids[0])
 	db, err = Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -77,19 +65,7 @@ func TestDamagedRecordDoesNotBlockSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	bdb, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bdb.Update(func(tx *bolt.Tx) error {
-		a, _ := uuid.Parse(jobs[0].ID)
-		v := append([]byte(nil), tx.Bucket(bucketJobs).Get(a[:])...)
-		v[headLen] = 0x7f
-		return tx.Bucket(bucketJobs).Put(a[:], v)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	bdb.Close()
+	damageRecord(t, path, jobs[0].ID)
 	db, err = Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -103,5 +79,25 @@ func TestDamagedRecordDoesNotBlockSweep(t *testing.T) {
 		if _, err := db.Get(j.ID); err == nil {
 			t.Errorf("sound job %s not swept", j.Key)
 		}
+	}
+}
+
+// damageRecord breaks the body's format byte of job id's record in the
+// closed store at path, keeping its head (state, index time), so the index
+// still finds it and decoding fails.
+func damageRecord(t *testing.T, path, id string) {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		a, _ := uuid.Parse(id)
+		v := append([]byte(nil), tx.Bucket(bucketJobs).Get(a[:])...)
+		v[headLen] = 0x7f
+		return tx.Bucket(bucketJobs).Put(a[:], v)
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
