@@ -129,6 +129,9 @@ type Options struct {
 	// replaced counts the opens given up because the file was replaced
 	// while they waited for its lock (Compact).
 	replaced int
+	// lockDeadline ends the wait for the lock across those reopens, so
+	// LockTimeout bounds the whole Open.
+	lockDeadline time.Time
 }
 
 // DB is an open idemrun database.
@@ -167,6 +170,9 @@ func Open(path string, opts *Options) (*DB, error) {
 	}
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = 2 * time.Second
+	}
+	if o.lockDeadline.IsZero() {
+		o.lockDeadline = time.Now().Add(o.LockTimeout)
 	}
 	if o.Mode == 0 {
 		o.Mode = 0o600
@@ -247,6 +253,9 @@ func Open(path string, opts *Options) (*DB, error) {
 				return nil, fmt.Errorf("store: open %s: the file was replaced %d times while waiting for its lock; try again", path, o.replaced+1)
 			}
 			o.replaced++
+			// What is left of the wait; at least a moment, for the new
+			// file's lock is usually free.
+			o.LockTimeout = max(time.Until(o.lockDeadline), 10*time.Millisecond)
 			return Open(path, &o)
 		}
 	}
