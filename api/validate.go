@@ -150,10 +150,13 @@ func validateHeader(h Header) error {
 		// first colon.
 		shown := h.Name
 		for i := 0; i < len(shown); i++ {
-			if !httpsyntax.IsToken(shown[:i+1]) {
+			if !httpsyntax.IsToken(shown[i : i+1]) {
 				shown = shown[:i] + " …"
 				break
 			}
+		}
+		if len(shown) > 64 {
+			shown = shown[:64] + " …"
 		}
 		return invalid("header name", shown, acc)
 	}

@@ -970,24 +970,37 @@ func (db *DB) SweepKeepKeysCounts(ctx context.Context, jobCutoff, keyCutoff time
 				return err
 			}
 		}
-		var ids [][]byte
+		// A damaged record stays for `idemrun check` to report; it must not
+		// stop the sweep of the others, nor take a place in the batch (a
+		// batch short of limit tells the caller the sweep is done). At
+		// most 10×limit of them are passed over per call.
+		type swept struct {
+			id []byte
+			j  *Job
+		}
+		var batch []swept
+		damaged := 0
+	scan:
 		for _, s := range []State{StateSucceeded, StateFailed, StateCanceled} {
 			bound := dueBound(s, jobCutoff)
 			c := b.index.Cursor()
-			for k, _ := c.Seek([]byte{stateByte[s]}); k != nil && k[0] == stateByte[s] && len(ids) < limit; k, _ = c.Next() {
+			for k, _ := c.Seek([]byte{stateByte[s]}); k != nil && k[0] == stateByte[s] && len(batch) < limit; k, _ = c.Next() {
 				if bytes.Compare(k[:9], bound) >= 0 {
 					break
 				}
-				ids = append(ids, append([]byte(nil), k[9:]...))
+				id := append([]byte(nil), k[9:]...)
+				j, err := b.load(id)
+				if err != nil {
+					if damaged++; damaged > 10*limit {
+						break scan
+					}
+					continue
+				}
+				batch = append(batch, swept{id, j})
 			}
 		}
-		for _, id := range ids {
-			j, err := b.load(id)
-			if err != nil {
-				// A damaged record stays for `idemrun check` to report; it
-				// must not stop the sweep of the others.
-				continue
-			}
+		for _, e := range batch {
+			id, j := e.id, e.j
 			if err := b.remove(j); err != nil {
 				return err
 			}

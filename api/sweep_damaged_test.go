@@ -1,0 +1,76 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/idemrun/idemrun/api"
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestSweepPassesOverDamagedRecords: one damaged end-state record among
+// the expired jobs must not end Client.Sweep after its first batch (a batch
+// of 999 read as "done"): every other expired job is swept in one call.
+func TestSweepPassesOverDamagedRecords(t *testing.T) {
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	now := t0
+	path := filepath.Join(t.TempDir(), "s.db")
+	c, err := api.Open(path, &api.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const n = 2500
+	items := make([]api.ManyItem, n)
+	for i := range items {
+		items[i] = api.ManyItem{
+			Request: api.Request{URL: "http://127.0.0.1:9/pay", Body: []byte(fmt.Sprintf(`{"n":%d}`, i))},
+			Options: api.EnqueueOptions{Key: fmt.Sprintf("key-%04d", i)},
+		}
+	}
+	res, err := c.EnqueueMany(ctx, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		if _, err := c.Cancel(ctx, r.Job.ID, "t", ""); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = r.Job.ID
+		}
+	}
+	c.Close()
+	// Damage the first canceled job's record (as store's damageRecord does).
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		a, _ := uuid.Parse(first)
+		v := append([]byte(nil), tx.Bucket([]byte("jobs")).Get(a[:])...)
+		v[18] = 0x7f
+		return tx.Bucket([]byte("jobs")).Put(a[:], v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	bdb.Close()
+	c, err = api.Open(path, &api.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	now = t0.Add(8 * 24 * time.Hour)
+	got, err := c.Sweep(ctx, 7*24*time.Hour, 30*24*time.Hour)
+	if err != nil || got != n-1 {
+		t.Errorf("Sweep with one damaged record among %d expired jobs = %d, %v; want %d", n, got, err, n-1)
+	}
+}
