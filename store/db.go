@@ -239,25 +239,23 @@ func Open(path string, opts *Options) (*DB, error) {
 		}
 	}
 
-	{
-		// The lock is on the file opened, which is no longer the one at
-		// path if Compact renamed its copy over it while this open waited
-		// for the lock: writing to it would write to a deleted file. Open
-		// the file now at path instead. (The held file itself is compared:
-		// a stat of path taken before the open could match a new file that
-		// reused a freed inode number.)
-		held, herr := opened.Stat()
-		if now, err := os.Stat(path); err != nil || herr != nil || !os.SameFile(held, now) {
-			bdb.Close()
-			if o.replaced >= 3 {
-				return nil, fmt.Errorf("store: open %s: the file was replaced %d times while waiting for its lock; try again", path, o.replaced+1)
-			}
-			o.replaced++
-			// What is left of the wait; at least a moment, for the new
-			// file's lock is usually free.
-			o.LockTimeout = max(time.Until(o.lockDeadline), 10*time.Millisecond)
-			return Open(path, &o)
+	// The lock is on the file opened, which is no longer the one at path
+	// if Compact renamed its copy over it while this open waited for the
+	// lock: writing to it would write to a deleted file. Open the file now
+	// at path instead. (The held file itself is compared: a stat of path
+	// taken before the open could match a new file that reused a freed
+	// inode number.)
+	held, herr := opened.Stat()
+	if now, err := os.Stat(path); err != nil || herr != nil || !os.SameFile(held, now) {
+		bdb.Close()
+		if o.replaced >= 3 {
+			return nil, fmt.Errorf("store: open %s: the file was replaced %d times while waiting for its lock; try again", path, o.replaced+1)
 		}
+		o.replaced++
+		// What is left of the wait; at least a moment, for the new file's
+		// lock is usually free.
+		o.LockTimeout = max(time.Until(o.lockDeadline), 10*time.Millisecond)
+		return Open(path, &o)
 	}
 	db := &DB{path: path, bolt: bdb, opts: o}
 	if err := db.init(); err != nil {

@@ -216,8 +216,8 @@ func enqueueIn(b buckets, j *Job, rec []byte) (EnqueueResult, error) {
 			return EnqueueResult{}, err
 		}
 		// The key format is part of what is sent (Idempotency-Key: k or
-		// "k") and never changes, so a request asking for another one is
-		// not the stored job.
+		// "k") and never changes (sameRequest), so a request asking for
+		// another one is not the stored job.
 		if ex.Fingerprint != j.Fingerprint || keyFormatOf(ex) != keyFormatOf(j) {
 			return EnqueueResult{}, &KeyConflictError{Key: j.Key, JobID: ex.ID}
 		}
@@ -233,7 +233,9 @@ func enqueueIn(b buckets, j *Job, rec []byte) (EnqueueResult, error) {
 	return EnqueueResult{Job: j}, nil
 }
 
-// keyFormatOf is j's key format with the default spelled one way.
+// keyFormatOf is j's key format with the default spelled one way ("" and
+// "token" are both the token format); every comparison of key formats
+// goes through it.
 func keyFormatOf(j *Job) string {
 	if j.KeyFormat == "token" {
 		return ""
@@ -724,7 +726,7 @@ var errRequestChanged = errors.New("its request (method, URL, headers, body), fi
 func sameRequest(a, b *Job) bool {
 	return a.Request.Method == b.Request.Method && a.Request.URL == b.Request.URL &&
 		slices.Equal(a.Request.Header, b.Request.Header) && bytes.Equal(a.Request.Body, b.Request.Body) &&
-		a.Fingerprint == b.Fingerprint && a.KeyFormat == b.KeyFormat
+		a.Fingerprint == b.Fingerprint && keyFormatOf(a) == keyFormatOf(b)
 }
 
 // TransitionFunc changes a loaded job (state, fields, history). Returning an
