@@ -141,8 +141,7 @@ func (c *Client) scrubber(j *store.Job) func(string) string {
 			// The status URL template can carry a credential too
 			// (?api_key=…), and its expansion is what status-query errors
 			// and echoing answers quote.
-			secrets = append(c.red.Secrets(j.Request.HTTPHeader(), j.Request.URL), c.red.Secrets(nil, j.StatusURL)...)
-			collected = true
+			secrets, collected = c.red.Secrets(j.Request.HTTPHeader(), j.Request.URL, j.StatusURL), true
 		}
 		return c.red.String(s, secrets...)
 	}

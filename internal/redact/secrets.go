@@ -43,15 +43,15 @@ func (r *Redactor) String(s string, secrets ...string) string {
 	return strings.NewReplacer(args...).Replace(s)
 }
 
-// Secrets returns the sensitive values found in h and rawURL, for String:
+// Secrets returns the sensitive values found in h and rawURLs, for String:
 // each sensitive header value whole; for Authorization and
 // Proxy-Authorization also the credentials after the scheme (and for Basic,
 // the decoded "user:password" and the password); for Cookie and Set-Cookie
 // also each cookie value; the values of sensitive query and fragment
 // parameters, raw and unescaped; and a userinfo password, raw and unescaped.
 // Each value appears once, in a deterministic order (headers sorted by name
-// first). Either argument may be empty or nil.
-func (r *Redactor) Secrets(h http.Header, rawURL string) []string {
+// first, then the URLs in order). h may be nil and rawURLs empty.
+func (r *Redactor) Secrets(h http.Header, rawURLs ...string) []string {
 	r = r.orDefault()
 	var out []string
 	seen := make(map[string]bool)
@@ -87,16 +87,18 @@ func (r *Redactor) Secrets(h http.Header, rawURL string) []string {
 			}
 		}
 	}
-	for _, v := range r.sensitivePairs(rawURL) {
-		add(v, unescape(v))
-	}
-	base := rawURL
-	if i := strings.IndexAny(base, "?#"); i >= 0 {
-		base = base[:i]
-	}
-	if start, end, ok := userinfoPassword(base, false); ok {
-		p := base[start:end]
-		add(p, unescape(p))
+	for _, rawURL := range rawURLs {
+		for _, v := range r.sensitivePairs(rawURL) {
+			add(v, unescape(v))
+		}
+		base := rawURL
+		if i := strings.IndexAny(base, "?#"); i >= 0 {
+			base = base[:i]
+		}
+		if start, end, ok := userinfoPassword(base, false); ok {
+			p := base[start:end]
+			add(p, unescape(p))
+		}
 	}
 	return out
 }
