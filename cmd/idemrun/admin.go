@@ -144,18 +144,7 @@ func (m *Main) watch(ctx context.Context, args []string) error {
 	var prev api.Stats
 	prevAt := time.Now()
 	for i := 0; *count == 0 || i < *count; i++ {
-		// The file (or the runner's socket) is opened for each refresh and
-		// closed before the wait: held across it, the file's lock would keep
-		// a runner from starting, and a restarted runner's new socket would
-		// go unseen.
-		svc, err := m.openService(path, false)
-		var st api.Stats
-		if err == nil {
-			st, err = svc.Stats(ctx)
-			if err != nil {
-				svc.Close()
-			}
-		}
+		st, oldest, err := m.watchRead(ctx, path, tty)
 		if err != nil {
 			if prev == nil {
 				return err
@@ -163,7 +152,7 @@ func (m *Main) watch(ctx context.Context, args []string) error {
 			// Later refreshes report and go on (a runner restarting holds
 			// the file for a moment before its socket is up).
 			fmt.Fprintf(m.Stderr, "idemrun watch: %v\n", err)
-			if !m.watchWait(ctx, *interval) {
+			if !watchWait(ctx, *interval) {
 				return nil
 			}
 			continue
@@ -192,13 +181,12 @@ func (m *Main) watch(ctx context.Context, args []string) error {
 			}
 			fmt.Fprintf(tw, "finished/s\t%s\t\n", rate)
 			tw.Flush()
-			for _, s := range []store.State{store.StateUnknown, store.StateNeedsAttention} {
-				page, err := svc.List(ctx, api.ListFilter{States: []store.State{s}, Limit: 5, Oldest: true})
-				if err != nil || len(page.Jobs) == 0 {
+			for _, s := range watchOldest {
+				if len(oldest[s]) == 0 {
 					continue
 				}
 				fmt.Fprintf(m.Stdout, "\noldest %s:\n", s)
-				for _, j := range page.Jobs {
+				for _, j := range oldest[s] {
 					fmt.Fprintf(m.Stdout, "  %s  %s  %s\n", j.ID, ago(j.UpdatedAt), trunc(firstNonEmpty(j.Reason, j.LastError), 90))
 				}
 			}
@@ -209,20 +197,46 @@ func (m *Main) watch(ctx context.Context, args []string) error {
 			}
 			fmt.Fprintf(m.Stdout, "%s %s finished/s=%s\n", now.Format(time.RFC3339), strings.Join(parts, " "), rate)
 		}
-		svc.Close()
 		prev, prevAt = st, now
 		if *count != 0 && i == *count-1 {
 			break
 		}
-		if !m.watchWait(ctx, *interval) {
+		if !watchWait(ctx, *interval) {
 			return nil
 		}
 	}
 	return nil
 }
 
+// watchOldest are the states whose oldest jobs watch lists on a terminal.
+var watchOldest = []store.State{store.StateUnknown, store.StateNeedsAttention}
+
+// watchRead is one refresh's reading: the counts and, with lists, the
+// oldest jobs of each watchOldest state. It opens the file (or the
+// runner's socket) and closes it before returning: held across the wait,
+// the file's lock would keep a runner from starting, and a restarted
+// runner's new socket would go unseen.
+func (m *Main) watchRead(ctx context.Context, path string, lists bool) (api.Stats, map[store.State][]*api.Job, error) {
+	svc, err := m.openService(path, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer svc.Close()
+	st, err := svc.Stats(ctx)
+	if err != nil || !lists {
+		return st, nil, err
+	}
+	oldest := map[store.State][]*api.Job{}
+	for _, s := range watchOldest {
+		if page, err := svc.List(ctx, api.ListFilter{States: []store.State{s}, Limit: 5, Oldest: true}); err == nil {
+			oldest[s] = page.Jobs
+		}
+	}
+	return st, oldest, nil
+}
+
 // watchWait waits d, or reports false when ctx ends first.
-func (m *Main) watchWait(ctx context.Context, d time.Duration) bool {
+func watchWait(ctx context.Context, d time.Duration) bool {
 	select {
 	case <-ctx.Done():
 		return false
