@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,29 +24,8 @@ func TestSweepPassesOverDamagedRecords(t *testing.T) {
 	}
 	ctx := context.Background()
 	const n = 2500
-	items := make([]api.ManyItem, n)
-	for i := range items {
-		items[i] = api.ManyItem{
-			Request: api.Request{URL: "http://127.0.0.1:9/pay", Body: []byte(fmt.Sprintf(`{"n":%d}`, i))},
-			Options: api.EnqueueOptions{Key: fmt.Sprintf("key-%04d", i)},
-		}
-	}
-	res, err := c.EnqueueMany(ctx, items)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var first string
-	for i, r := range res {
-		if r.Err != nil {
-			t.Fatal(r.Err)
-		}
-		if _, err := c.Cancel(ctx, r.Job.ID, "t", ""); err != nil {
-			t.Fatal(err)
-		}
-		if i == 0 {
-			first = r.Job.ID
-		}
-	}
+	_, ids := enqueueCanceled(t, c, n)
+	first := ids[0]
 	c.Close()
 	// Damage the first canceled job's record (as store's damageRecord does).
 	bdb, err := bolt.Open(path, 0o600, nil)

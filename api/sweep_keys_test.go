@@ -25,25 +25,7 @@ func TestSweepReleasesAllExpiredKeys(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 	const n = 1500
-	items := make([]api.ManyItem, n)
-	for i := range items {
-		items[i] = api.ManyItem{
-			Request: api.Request{URL: "http://127.0.0.1:9/pay", Body: []byte(fmt.Sprintf(`{"n":%d}`, i))},
-			Options: api.EnqueueOptions{Key: fmt.Sprintf("key-%04d", i)},
-		}
-	}
-	res, err := c.EnqueueMany(ctx, items)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range res {
-		if r.Err != nil {
-			t.Fatal(r.Err)
-		}
-		if _, err := c.Cancel(ctx, r.Job.ID, "t", ""); err != nil {
-			t.Fatal(err)
-		}
-	}
+	items, _ := enqueueCanceled(t, c, n)
 	// Day 8: the jobs go, their keys stay reserved for 30 days.
 	now = t0.Add(8 * 24 * time.Hour)
 	if got, err := c.Sweep(ctx, 7*24*time.Hour, 30*24*time.Hour); err != nil || got != n {
@@ -66,4 +48,34 @@ func TestSweepReleasesAllExpiredKeys(t *testing.T) {
 	if still > 0 {
 		t.Errorf("after key retention passed for all %d swept jobs, Sweep left %d keys reserved", n, still)
 	}
+}
+
+// enqueueCanceled enqueues n jobs (keys key-0000 …) in one EnqueueMany and
+// cancels them all, so they are end-state jobs for a sweep, and returns the
+// items and the jobs' ids.
+func enqueueCanceled(t *testing.T, c *api.Client, n int) ([]api.ManyItem, []string) {
+	t.Helper()
+	ctx := context.Background()
+	items := make([]api.ManyItem, n)
+	for i := range items {
+		items[i] = api.ManyItem{
+			Request: api.Request{URL: "http://127.0.0.1:9/pay", Body: []byte(fmt.Sprintf(`{"n":%d}`, i))},
+			Options: api.EnqueueOptions{Key: fmt.Sprintf("key-%04d", i)},
+		}
+	}
+	res, err := c.EnqueueMany(ctx, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(res))
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		if _, err := c.Cancel(ctx, r.Job.ID, "t", ""); err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = r.Job.ID
+	}
+	return items, ids
 }
