@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/runner"
@@ -32,15 +31,7 @@ func TestNonUTF8ResultBodyIsScrubbed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := c.NewRunner(runner.Config{UntilIdle: true, StartupSpread: time.Millisecond, PollInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := r.Run(rctx); err != nil {
-		t.Fatal(err)
-	}
+	runIdle(t, c, runner.Config{})
 	v, err := c.Get(ctx, res.Job.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -53,20 +53,11 @@ func TestStatusURLSecretNeverShown(t *testing.T) {
 		}
 		ids[key] = res.Job.ID
 	}
-	r, err := c.NewRunner(runner.Config{
-		UntilIdle: true, QuietPeriod: 5 * time.Millisecond, StartupSpread: time.Millisecond,
-		PollInterval: 10 * time.Millisecond, StatusBudget: 1,
+	runIdle(t, c, runner.Config{
+		QuietPeriod: 5 * time.Millisecond, StatusBudget: 1,
 		StatusBackoff: runner.Backoff{Base: 2 * time.Millisecond, Cap: 5 * time.Millisecond},
 		Backoff:       runner.Backoff{Base: 2 * time.Millisecond, Cap: 5 * time.Millisecond},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	if err := r.Run(rctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
 	for key, id := range ids {
 		v, err := c.Get(ctx, id)
 		if err != nil {
@@ -99,5 +90,23 @@ func TestParseHeaderLineHidesCredential(t *testing.T) {
 				t.Errorf("ParseHeaderLine(%q) error echoes the credential %q: %v", line, s, err)
 			}
 		}
+	}
+}
+
+// runIdle runs a runner on c with cfg (UntilIdle, a short startup spread
+// and poll interval added) until no job is left to work, for at most 15 s.
+func runIdle(t *testing.T, c *api.Client, cfg runner.Config) {
+	t.Helper()
+	cfg.UntilIdle = true
+	cfg.StartupSpread = time.Millisecond
+	cfg.PollInterval = 10 * time.Millisecond
+	r, err := c.NewRunner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := r.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 }

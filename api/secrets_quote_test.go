@@ -6,7 +6,6 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/runner"
@@ -37,15 +36,7 @@ func TestQuotedURLSecretIsScrubbed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := c.NewRunner(runner.Config{UntilIdle: true, StartupSpread: time.Millisecond, PollInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := r.Run(rctx); err != nil {
-		t.Fatal(err)
-	}
+	runIdle(t, c, runner.Config{})
 	for key, sec := range secrets {
 		v, err := c.Get(ctx, key)
 		if err != nil {
