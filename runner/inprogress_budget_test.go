@@ -16,9 +16,9 @@ import (
 // history grows (it is trimmed), and a retry starts a fresh allowance.
 
 // TestEndless409AtMaxAttemptsLimit is TestEndless409IsBounded with
-// MaxAttempts at the API's limit (100): each 409 leaves two history
-// events (the attempt, the "not found" query), so the 200 kept events
-// never hold more than 100 409s and no 409 ever counts.
+// MaxAttempts at the API's limit (100): each 409 leaves two history events
+// (the attempt, the "not found" query), more than the 200 the history
+// keeps, and the sends must still stop at 2·MaxAttempts.
 func TestEndless409AtMaxAttemptsLimit(t *testing.T) {
 	t.Parallel()
 	db := openStore(t)
