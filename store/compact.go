@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -44,6 +43,9 @@ var compactBeforeRename func()
 func Compact(path string, opts *Options) (CompactResult, error) {
 	start := time.Now()
 	var res CompactResult
+	if !compactSupported {
+		return res, fmt.Errorf("store: compact %s: not supported on this platform (it renames the copy over the open file, which needs Unix semantics); copy the jobs with `idemrun backup` instead", path)
+	}
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -65,9 +67,9 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("store: compact %s: %w", path, err)
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	if st != nil && st.Nlink > 1 {
-		return res, fmt.Errorf("store: compact %s: the file has %d hard links; compacting would leave the other names on the old file, a second database: remove the other links first", path, st.Nlink)
+	own, known := ownerOf(fi)
+	if known && own.nlink > 1 {
+		return res, fmt.Errorf("store: compact %s: the file has %d hard links; compacting would leave the other names on the old file, a second database: remove the other links first", path, own.nlink)
 	}
 	res.BytesBefore = fi.Size()
 	res.FreePagesBefore = src.bolt.Stats().FreePageN
@@ -87,8 +89,8 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	// The copy gets the file's mode (fchmod, past the umask) and owner, so
 	// the runner's user can still open it when someone else compacts.
 	err = f.Chmod(fi.Mode().Perm())
-	if err == nil && st != nil {
-		err = f.Chown(int(st.Uid), int(st.Gid))
+	if err == nil && known {
+		err = f.Chown(own.uid, own.gid)
 	}
 	f.Close()
 	if err != nil {
@@ -131,7 +133,7 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 		return res, fmt.Errorf("store: compact %s: %w", path, err)
 	}
 	defer lk.Close()
-	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockExclusive(lk); err != nil {
 		return res, fmt.Errorf("store: compact %s: locking the copy: %w", path, err)
 	}
 	if compactBeforeRename != nil {

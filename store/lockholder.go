@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // lockHolderPID finds the pid holding a flock on path by its inode in
@@ -15,7 +14,7 @@ func lockHolderPID(path string) int {
 	if err != nil {
 		return 0
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	own, ok := ownerOf(fi)
 	if !ok {
 		return 0
 	}
@@ -24,7 +23,7 @@ func lockHolderPID(path string) int {
 		return 0
 	}
 	defer f.Close()
-	want := ":" + strconv.FormatUint(uint64(st.Ino), 10)
+	want := ":" + strconv.FormatUint(own.ino, 10)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())

@@ -179,9 +179,9 @@ func serveSocket(sock string, h http.Handler, logger *slog.Logger) (func(), erro
 		}
 		logger.Info("replaced stale admin socket", "socket", sock)
 	}
-	old := syscall.Umask(0o077)
-	ln, err := net.Listen("unix", sock)
-	syscall.Umask(old)
+	var ln net.Listener
+	var err error
+	withPrivateUmask(func() { ln, err = net.Listen("unix", sock) })
 	if err != nil {
 		return nil, fmt.Errorf("admin socket: listen %s: %w", sock, err)
 	}

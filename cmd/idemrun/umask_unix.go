@@ -1,0 +1,13 @@
+//go:build unix
+
+package main
+
+import "syscall"
+
+// withPrivateUmask runs fn with umask 077, so a file or socket fn creates is
+// its owner's alone from its first moment.
+func withPrivateUmask(fn func()) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	fn()
+}
