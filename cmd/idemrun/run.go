@@ -166,6 +166,10 @@ func (m *Main) run(ctx context.Context, args []string) error {
 // a crashed runner is replaced: this process holds the database lock, so no
 // live runner can own it.
 func serveSocket(sock string, h http.Handler, logger *slog.Logger) (func(), error) {
+	if !privateSockets {
+		logger.Warn("no admin socket on this platform (its owner cannot be checked); CLI commands cannot reach this runner", "socket", sock)
+		return func() {}, nil
+	}
 	if len(sock) > 100 {
 		logger.Warn("database path too long for an admin socket; CLI commands cannot reach this runner", "socket", sock)
 		return func() {}, nil

@@ -11,3 +11,7 @@ func withPrivateUmask(fn func()) {
 	defer syscall.Umask(old)
 	fn()
 }
+
+// privateSockets: the admin socket is served, made 0600 under umask 077,
+// and its peers are checked (api.checkPeer).
+const privateSockets = true
