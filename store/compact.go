@@ -9,6 +9,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/idemrun/idemrun/internal/fsutil"
 )
 
 // CompactResult is what Compact did.
@@ -143,7 +145,7 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 		return res, fmt.Errorf("store: compact %s: %w", path, err)
 	}
 	done = true
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := fsutil.SyncDir(filepath.Dir(path)); err != nil {
 		return res, fmt.Errorf("store: compact %s: the compacted file is in place, but syncing its directory failed: %w", path, err)
 	}
 	lk.Close()
@@ -183,13 +185,4 @@ func checkCompacted(path string, want map[State]int64) error {
 		}
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/internal/fsutil"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -54,8 +55,11 @@ func (m *Main) backup(ctx context.Context, args []string) error {
 		os.Remove(tmp)
 		return fmt.Errorf("backup: %w", err)
 	}
-	if err := os.Rename(tmp, out); err != nil {
+	if err := fsutil.Publish(tmp, out); err != nil {
 		os.Remove(tmp)
+		if errors.Is(err, os.ErrExist) {
+			return &api.InvalidError{Field: "OUT", Value: fmt.Sprintf("%q", out), Accepted: "a path that does not exist yet (backup never overwrites; it was created while the backup ran)"}
+		}
 		return fmt.Errorf("backup: %w", err)
 	}
 	fmt.Fprintf(m.Stdout, "backup: wrote %d bytes to %s\n", n, out)
