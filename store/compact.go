@@ -113,7 +113,14 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	// View, so its panics are turned into ErrCorrupt here.
 	if err := func() (err error) {
 		defer src.recoverCorrupt(&err)
-		return bolt.Compact(dst, src.bolt, compactTxSize)
+		if err := bolt.Compact(dst, src.bolt, compactTxSize); err != nil {
+			return err
+		}
+		// One more commit, so both meta pages describe the copied tree:
+		// after a copy in one transaction the older one still describes
+		// the empty file bbolt started with, and a damaged newest meta
+		// page would fall back to it.
+		return dst.Update(func(*bolt.Tx) error { return nil })
 	}(); err != nil {
 		dst.Close()
 		return res, fmt.Errorf("store: compact %s: copying: %w", path, err)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"os"
@@ -190,6 +191,8 @@ func Open(path string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("%w: %s is a directory; give a database file path (--db FILE)", ErrNotDatabase, path)
 	case err == nil && fi.Size() > 0 && fi.Size() < 4096*2:
 		return nil, fmt.Errorf("%w: %s is %d bytes, too small to be a bbolt file; check the path or run `idemrun check %s`", ErrNotDatabase, path, fi.Size(), path)
+	case err == nil && fi.Size() == 0 && (o.MustExist || o.ReadOnly):
+		return nil, fmt.Errorf("%w: %s is empty (0 bytes), not an idemrun database; check the path, or enqueue a job to lay it out", ErrNotDatabase, path)
 	case err != nil && errors.Is(err, fs.ErrNotExist) && (o.MustExist || o.ReadOnly):
 		return nil, fmt.Errorf("%w: %s does not exist (enqueue a job to create it, or pass --db FILE)", ErrNoDatabase, path)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
@@ -309,8 +312,26 @@ func (db *DB) init() error {
 	if err != nil || !fresh {
 		return err
 	}
+	// The tree bbolt opened holds nothing. That is a new file, or one
+	// whose first idemrun commit never landed; but if a meta page says
+	// more pages were once in use, bbolt fell back from a damaged newest
+	// meta page to an older, empty one, and the jobs are in the file
+	// where this tree cannot reach them: laying out a fresh database
+	// would hide them for good.
+	var inUse int64
+	_ = db.view(func(tx *bolt.Tx) error { inUse = tx.Size() / int64(db.bolt.Info().PageSize); return nil })
+	for _, m := range readMetaHeads(db.path) {
+		if m.hwm > inUse {
+			return fmt.Errorf("%w: %s: its newest meta page is damaged and the older one describes an empty file, while %d pages were in use; the jobs cannot be reached: restore from a backup (run `idemrun check %s`)", ErrCorrupt, db.path, m.hwm, db.path)
+		}
+	}
 	if db.opts.ReadOnly {
 		return fmt.Errorf("%w: %s is empty", ErrNotDatabase, db.path)
+	}
+	if db.opts.MustExist {
+		// Only a command that may create the file lays it out: a read
+		// or an admin command leaves an empty file as it found it.
+		return fmt.Errorf("%w: %s is an empty bbolt file, not yet an idemrun database (enqueue a job to lay it out)", ErrNotDatabase, db.path)
 	}
 	return db.update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
@@ -460,40 +481,63 @@ func openBolt(path string, mode fs.FileMode, bo *bolt.Options) (db *bolt.DB, err
 	return bolt.Open(path, mode, bo)
 }
 
-// checkTruncated refuses a file shorter than its bbolt meta pages say. bbolt
-// maps the file and reads pages past a truncated end, which kills the
-// process with SIGBUS, a fault no recover can catch; so the size is checked
-// before bbolt sees the file. The meta layout is bbolt's on-disk format:
-// a 16-byte page header, then magic, version, page size, flags, the root
-// bucket (16 bytes), the freelist page id and the high-water page id.
-func checkTruncated(path string, size int64) error {
+// metaHead is what idemrun reads of one bbolt meta page before bbolt opens
+// the file. The layout is bbolt's on-disk format: a 16-byte page header,
+// then magic, version, page size, flags, the root bucket (16 bytes), the
+// freelist page id, the high-water page id, the transaction id and an
+// FNV-1a checksum of the fields before it.
+type metaHead struct {
+	page     int // 0 or 1
+	pageSize int64
+	hwm      int64 // pages in use as this meta page saw them
+	ok       bool  // the checksum matches
+}
+
+// readMetaHeads reads the meta pages of the bbolt file at path that carry
+// bbolt's magic: the first at offset 0, the second one page in.
+func readMetaHeads(path string) []metaHead {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil // bbolt will report it
 	}
 	defer f.Close()
 	const magic = 0xED0CDAED
-	var need int64
-	buf := make([]byte, 64)
-	for _, off := range []int64{0, -1} {
-		if off < 0 {
-			// The second meta page sits one page in.
-			if need == 0 {
-				break
-			}
-			off = int64(binary.LittleEndian.Uint32(buf[24:28]))
+	var out []metaHead
+	buf := make([]byte, 80)
+	pageSize := int64(0)
+	for page := range 2 {
+		if page == 1 && pageSize == 0 {
+			// The second meta page sits one page in; with the first
+			// unreadable, bbolt looks for it at the OS page size.
+			pageSize = int64(os.Getpagesize())
 		}
-		if _, err := f.ReadAt(buf, off); err != nil {
+		if _, err := f.ReadAt(buf, int64(page)*pageSize); err != nil {
 			break
 		}
 		if binary.LittleEndian.Uint32(buf[16:20]) != magic {
 			continue
 		}
-		pageSize := int64(binary.LittleEndian.Uint32(buf[24:28]))
-		hwm := int64(binary.LittleEndian.Uint64(buf[56:64]))
-		if pageSize > 0 && hwm > 0 && hwm < 1<<40 {
-			need = max(need, hwm*pageSize)
+		h := fnv.New64a()
+		h.Write(buf[16:72])
+		m := metaHead{page: page, pageSize: int64(binary.LittleEndian.Uint32(buf[24:28])), hwm: int64(binary.LittleEndian.Uint64(buf[56:64])), ok: h.Sum64() == binary.LittleEndian.Uint64(buf[72:80])}
+		if m.pageSize > 0 && m.hwm > 0 && m.hwm < 1<<40 {
+			out = append(out, m)
+			if pageSize == 0 {
+				pageSize = m.pageSize
+			}
 		}
+	}
+	return out
+}
+
+// checkTruncated refuses a file shorter than its bbolt meta pages say. bbolt
+// maps the file and reads pages past a truncated end, which kills the
+// process with SIGBUS, a fault no recover can catch; so the size is checked
+// before bbolt sees the file.
+func checkTruncated(path string, size int64) error {
+	var need int64
+	for _, m := range readMetaHeads(path) {
+		need = max(need, m.hwm*m.pageSize)
 	}
 	if need > size {
 		return fmt.Errorf("%w: %s is truncated: %d bytes, its header says %d; restore from a backup", ErrCorrupt, path, size, need)

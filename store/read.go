@@ -285,6 +285,24 @@ func (db *DB) Check() (CheckReport, error) {
 			rep.Problems = append(rep.Problems, fmt.Sprintf(format, a...))
 		}
 	}
+	// bbolt reads the newer of its two meta pages that passes its checksum
+	// and says nothing of the other: a damaged one may have been the
+	// newest, with the last commit.
+	heads := readMetaHeads(db.path)
+	for page := range 2 {
+		found := false
+		for _, m := range heads {
+			if m.page == page {
+				found = true
+				if !m.ok {
+					add("bbolt meta page %d fails its checksum: it is damaged, and bbolt reads the other one, which may lack the last commit; if jobs are missing, restore from a backup", page)
+				}
+			}
+		}
+		if !found {
+			add("bbolt meta page %d is unreadable (no bbolt magic): it is damaged, and bbolt reads the other one, which may lack the last commit; if jobs are missing, restore from a backup", page)
+		}
+	}
 	err := db.view(func(tx *bolt.Tx) (err error) {
 		defer func() {
 			if r := recover(); r != nil {
