@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/internal/strictjson"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -57,12 +59,13 @@ type WireEnqueue struct {
 	AttemptTimeout   Duration     `json:"attempt_timeout,omitempty"`
 	ReplaySafe       bool         `json:"replay_safe,omitempty"`
 	NoEffectStatuses []int        `json:"no_effect_statuses,omitempty"`
+	RunAt            time.Time    `json:"run_at,omitzero"` // RFC 3339; zero: now
 }
 
 func toWire(req Request, o EnqueueOptions) WireEnqueue {
 	w := WireEnqueue{Method: req.Method, URL: req.URL, Body: req.Body, Key: o.Key, StatusURL: o.StatusURL,
 		KeyTTL: Duration(o.KeyTTL), MaxAttempts: o.MaxAttempts, Deadline: Duration(o.Deadline),
-		AttemptTimeout: Duration(o.AttemptTimeout), ReplaySafe: o.ReplaySafe, NoEffectStatuses: o.NoEffectStatuses}
+		AttemptTimeout: Duration(o.AttemptTimeout), ReplaySafe: o.ReplaySafe, NoEffectStatuses: o.NoEffectStatuses, RunAt: o.RunAt}
 	if o.KeyFormat != idemkey.FormatToken {
 		w.KeyFormat = o.KeyFormat.String()
 	}
@@ -79,7 +82,7 @@ func (w WireEnqueue) parts() (Request, EnqueueOptions, error) {
 	}
 	o := EnqueueOptions{Key: w.Key, StatusURL: w.StatusURL, KeyTTL: time.Duration(w.KeyTTL), MaxAttempts: w.MaxAttempts,
 		Deadline: time.Duration(w.Deadline), AttemptTimeout: time.Duration(w.AttemptTimeout), ReplaySafe: w.ReplaySafe,
-		NoEffectStatuses: w.NoEffectStatuses}
+		NoEffectStatuses: w.NoEffectStatuses, RunAt: w.RunAt}
 	if w.KeyFormat != "" {
 		f, err := idemkey.ParseFormat(w.KeyFormat)
 		if err != nil {
@@ -181,13 +184,28 @@ func fail(w http.ResponseWriter, err error) {
 // decode reads a JSON body of at most limit bytes, refusing unknown fields
 // and trailing data.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return fmt.Errorf("%w: request body over %d bytes", ErrInvalid, limit)
 		}
+		return &InvalidError{Field: "request body", Value: "(JSON)", Accepted: "a complete request body (" + err.Error() + ")"}
+	}
+	return decodeStrict(b, v)
+}
+
+// decodeStrict decodes exactly one JSON object of v's shape from b,
+// refusing unknown fields, trailing data and anything encoding/json would
+// change on the way (bytes that are not UTF-8, lone surrogate escapes, a
+// field given twice): a request is stored as its author wrote it.
+func decodeStrict(b []byte, v any) error {
+	if err := strictjson.Check(b); err != nil {
+		return &InvalidError{Field: "request body", Value: "(JSON)", Accepted: "JSON as written: " + err.Error()}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return &InvalidError{Field: "request body", Value: "(JSON)", Accepted: "a JSON object of the documented shape (" + err.Error() + ")"}
 	}
 	return onlyOne(dec)
@@ -205,12 +223,7 @@ func onlyOne(dec *json.Decoder) error {
 // DecodeEnqueue decodes an admin enqueue body; exported for fuzzing.
 func DecodeEnqueue(b []byte) (WireEnqueue, error) {
 	var w WireEnqueue
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
-		return w, &InvalidError{Field: "request body", Value: "(JSON)", Accepted: "a JSON object of the documented shape (" + err.Error() + ")"}
-	}
-	return w, onlyOne(dec)
+	return w, decodeStrict(b, &w)
 }
 
 type wireEnqueueResult struct {

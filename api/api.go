@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -399,7 +398,7 @@ func (c *Client) List(ctx context.Context, f ListFilter) (ListPage, error) {
 		}
 	}
 	if f.Cursor != "" {
-		if b, err := hex.DecodeString(f.Cursor); err != nil || (len(b) != 16 && len(b) != 25) || (len(b) == 16) != (len(f.States) == 0) {
+		if !store.CursorFits(f.Cursor, f.States) {
 			return ListPage{}, invalid("cursor", f.Cursor, "the next cursor printed by the previous page of the same list (same --state filters)")
 		}
 	}

@@ -233,6 +233,9 @@ func (r *Remote) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 
 // Get returns a job by id or key.
 func (r *Remote) Get(ctx context.Context, idOrKey string) (*Job, error) {
+	if idOrKey == "" {
+		return nil, errNoJob() // the path would name the collection, not a job
+	}
 	var j Job
 	if err := r.do(ctx, http.MethodGet, "/v1/jobs/"+pathSegment(idOrKey), nil, &j); err != nil {
 		return nil, err
@@ -272,6 +275,9 @@ func (r *Remote) steer(ctx context.Context, op, id string, in wireSteer) (*Job, 
 	// the runner could refuse them.
 	if err := checkSteer(in.Actor, in.Note); err != nil {
 		return nil, err
+	}
+	if id == "" {
+		return nil, errNoJob()
 	}
 	var j Job
 	if err := r.do(ctx, http.MethodPost, "/v1/jobs/"+pathSegment(id)+"/"+op, in, &j); err != nil {
@@ -331,4 +337,10 @@ func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastR
 func (r *Remote) Close() error {
 	r.client.CloseIdleConnections()
 	return nil
+}
+
+// errNoJob is the answer to an empty id or key: no job has it, as the
+// Client answers.
+func errNoJob() error {
+	return fmt.Errorf("%w: no job has the empty id or key", store.ErrNotFound)
 }

@@ -83,11 +83,10 @@ func (db *DB) List(f ListFilter) (ListPage, error) {
 	}
 	var cur []byte
 	if f.Cursor != "" {
-		c, err := hex.DecodeString(f.Cursor)
-		if err != nil || (len(c) != 16 && len(c) != 25) {
-			return ListPage{}, fmt.Errorf("store: invalid list cursor %q; pass the next cursor of a previous page", f.Cursor)
+		if !CursorFits(f.Cursor, f.States) {
+			return ListPage{}, fmt.Errorf("store: invalid list cursor %q; pass the next cursor of a previous page of the same list (same state filters)", f.Cursor)
 		}
-		cur = c
+		cur, _ = hex.DecodeString(f.Cursor)
 	}
 	if f.Oldest {
 		if len(f.States) == 0 || (cur != nil && len(cur) != 25) {
@@ -230,6 +229,28 @@ func listWalk(c *bolt.Cursor, prefix, from []byte, limit int, page *ListPage, de
 		page.Jobs = append(page.Jobs, j)
 	}
 	return nil
+}
+
+// CursorFits reports whether cursor can be the next cursor of a list with
+// the state filter states: a job id for the unfiltered list, or an index
+// position in one of the filtered states.
+func CursorFits(cursor string, states []State) bool {
+	c, err := hex.DecodeString(cursor)
+	if err != nil {
+		return false
+	}
+	if len(states) == 0 {
+		return len(c) == 16
+	}
+	if len(c) != 25 {
+		return false
+	}
+	for _, s := range states {
+		if sb, ok := stateByte[s]; ok && sb == c[0] {
+			return true
+		}
+	}
+	return false
 }
 
 // Stats returns the number of jobs in each state, read from counters kept in

@@ -25,6 +25,12 @@ func (m *Main) backup(ctx context.Context, args []string) error {
 		return usagef("backup: give exactly one output file")
 	}
 	out := fs.Arg(0)
+	if out == "" {
+		return &api.InvalidError{Field: "OUT", Value: `""`, Accepted: "a path for the copy, in an existing directory"}
+	}
+	if fi, err := os.Stat(filepath.Dir(out)); err != nil || !fi.IsDir() {
+		return &api.InvalidError{Field: "OUT", Value: fmt.Sprintf("%q", out), Accepted: "a path in an existing directory (" + filepath.Dir(out) + " is not one)"}
+	}
 	src := m.dbPath(*db)
 	if abs1, _ := filepath.Abs(out); abs1 != "" {
 		if abs2, _ := filepath.Abs(src); abs1 == abs2 {

@@ -71,11 +71,13 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	if m.Getenv == nil {
 		m.Getenv = os.Getenv
 	}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		// A usage error, like an unknown command: the usage goes to stderr.
+		m.usage(m.Stderr)
+		return exitUsage
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		m.usage(m.Stdout)
-		if len(args) == 0 {
-			return exitUsage
-		}
 		return exitOK
 	}
 	for _, c := range commands() {

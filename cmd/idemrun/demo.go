@@ -55,7 +55,7 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	}
 	for name, p := range map[string]float64{"lose": f.LoseResponse, "busy": f.Busy503, "throttle": f.TooMany429, "commit500": f.CommitThen500,
 		"commit502": f.CommitThen502, "commit504": f.CommitThen504, "slow": f.SlowCommit, "drop": f.DropBeforeHandling, "flaky-status": f.FlakyStatus} {
-		if p < 0 || p > 1 {
+		if !(p >= 0 && p <= 1) { // NaN fails both comparisons
 			return &api.InvalidError{Field: name, Value: fmt.Sprint(p), Accepted: "a probability from 0 to 1"}
 		}
 	}

@@ -12,14 +12,16 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/internal/strictjson"
 	"github.com/idemrun/idemrun/store"
 )
 
 func (m *Main) enqueue(ctx context.Context, args []string) error {
-	fs, db := m.flags("enqueue", "--url URL [--method POST] [-H 'Name: value']... [--data STRING | --data-file FILE|-] [--key KEY] [--status-url TEMPLATE] [--key-ttl D] [--max-attempts N] [--deadline D] [--attempt-timeout D] [--json]\n       idemrun enqueue --from FILE|- [--json]   (JSON lines, one job each)")
+	fs, db := m.flags("enqueue", "--url URL [--method POST] [-H 'Name: value']... [--data STRING | --data-file FILE|-] [--key KEY] [--status-url TEMPLATE] [--key-ttl D] [--max-attempts N] [--deadline D] [--attempt-timeout D] [--run-at TIME|D] [--json]\n       idemrun enqueue --from FILE|- [--json]   (JSON lines, one job each)")
 	url := fs.String("url", "", "target URL (http or https)")
 	method := fs.String("method", "POST", "HTTP method")
 	headers := fs.StringArrayP("header", "H", nil, "request header 'Name: value' (repeatable), like curl -H")
@@ -33,6 +35,7 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 	deadline := fs.Duration("deadline", api.DefaultDeadline, "stop automatic work this long after enqueue")
 	attemptTimeout := fs.Duration("attempt-timeout", api.DefaultAttemptTO, "timeout of one attempt")
 	replaySafe := fs.Bool("replay-safe", false, "the request is safe to repeat (like GET)")
+	runAt := fs.String("run-at", "", "first attempt at TIME (RFC 3339, e.g. 2026-12-24T09:00:00Z) or after a duration from now (e.g. 10m); default now")
 	noEffect := fs.IntSlice("no-effect-status", nil, "statuses the target guarantees were not processed (e.g. 503)")
 	from := fs.String("from", "", "enqueue many jobs from JSON lines in FILE, or - for standard input")
 	allow := fs.StringArray("allow-host", nil, "refuse targets not on this allowlist (repeatable; exact or *.example.com)")
@@ -47,7 +50,7 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 		// Each line carries its own job; a single-job flag beside --from
 		// would be dropped, so it is refused.
 		for _, name := range []string{"url", "method", "header", "data", "data-file", "key", "key-format", "status-url",
-			"key-ttl", "max-attempts", "deadline", "attempt-timeout", "replay-safe", "no-effect-status"} {
+			"key-ttl", "max-attempts", "deadline", "attempt-timeout", "replay-safe", "no-effect-status", "run-at"} {
 			if fs.Changed(name) {
 				return usagef("enqueue: --%s cannot be combined with --from: each JSON line gives its own job's fields (%s)", name, fromFieldList)
 			}
@@ -56,6 +59,9 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 	}
 	if *url == "" {
 		return usagef("enqueue: --url is required (an absolute http:// or https:// URL)")
+	}
+	if fs.Changed("method") && *method == "" {
+		return &api.InvalidError{Field: "method", Value: `""`, Accepted: "an HTTP method such as POST or PUT; omit --method for POST"}
 	}
 	req := api.Request{Method: *method, URL: *url}
 	for _, h := range *headers {
@@ -69,13 +75,13 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 	case fs.Changed("data") && fs.Changed("data-file"):
 		return usagef("enqueue: give --data or --data-file, not both")
 	case fs.Changed("data-file"):
-		b, err := m.readBody(*dataFile)
+		b, err := m.readBody(*dataFile, "data-file")
 		if err != nil {
 			return err
 		}
 		req.Body = b
 	case fs.Changed("data") && strings.HasPrefix(*data, "@"):
-		b, err := m.readBody((*data)[1:])
+		b, err := m.readBody((*data)[1:], "data")
 		if err != nil {
 			return err
 		}
@@ -104,6 +110,11 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 		return &api.InvalidError{Field: "key-format", Value: fmt.Sprintf("%q", *keyFormat), Accepted: "token or structured"}
 	}
 	o.KeyFormat = kf
+	if fs.Changed("run-at") {
+		if o.RunAt, err = parseRunAt(*runAt, time.Now()); err != nil {
+			return &api.InvalidError{Field: "run-at", Value: fmt.Sprintf("%q", *runAt), Accepted: runAtAccepted}
+		}
+	}
 	// Validate (allowlist included) before the file is touched, so bad
 	// input writes nothing and the runner's socket is as good as the file.
 	if _, err := api.Validate(req, o, *allow); err != nil {
@@ -132,26 +143,58 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 	return tw.Flush()
 }
 
-func (m *Main) readBody(name string) ([]byte, error) {
+// readBody reads a request body from the file name, or standard input for
+// "-"; field is the flag that named it, for errors.
+func (m *Main) readBody(name, field string) ([]byte, error) {
 	var r io.Reader
 	if name == "-" {
 		r = m.Stdin
 	} else {
-		f, err := os.Open(name)
+		f, err := openInput(name, field, "a readable file, or - for standard input")
 		if err != nil {
-			return nil, &api.InvalidError{Field: "data-file", Value: fmt.Sprintf("%q", name), Accepted: "a readable file, or - for standard input (" + err.Error() + ")"}
+			return nil, err
 		}
 		defer f.Close()
 		r = f
 	}
 	b, err := io.ReadAll(io.LimitReader(r, api.MaxBodyLen+1))
 	if err != nil {
-		return nil, err
+		return nil, &api.InvalidError{Field: field, Value: fmt.Sprintf("%q", name), Accepted: "a readable file, or - for standard input (" + err.Error() + ")"}
 	}
 	if len(b) > api.MaxBodyLen {
 		return nil, &api.InvalidError{Field: "body", Value: "(over 1 MiB)", Accepted: "at most 1048576 bytes"}
 	}
 	return b, nil
+}
+
+// openInput opens the file name that the flag field gave for reading; a
+// file that cannot be opened, or a directory, is invalid input naming the
+// flag and what it accepts.
+func openInput(name, field, accepted string) (*os.File, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, &api.InvalidError{Field: field, Value: fmt.Sprintf("%q", name), Accepted: accepted + " (" + err.Error() + ")"}
+	}
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		f.Close()
+		return nil, &api.InvalidError{Field: field, Value: fmt.Sprintf("%q", name), Accepted: accepted + " (it is a directory)"}
+	}
+	return f, nil
+}
+
+// runAtAccepted is what --run-at and a --from line's run_at accept.
+const runAtAccepted = "a time in RFC 3339 (2026-12-24T09:00:00Z, 2026-12-24T10:00:00+01:00) or a positive duration from now (90s, 10m, 2h), before the job's deadline"
+
+// parseRunAt reads a first-attempt time: RFC 3339, or a duration after now.
+func parseRunAt(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf("not a time or a positive duration: %q", s)
+	}
+	return now.Add(d), nil
 }
 
 // jsonLine is one job of `enqueue --from`.
@@ -170,10 +213,13 @@ type jsonLine struct {
 	AttemptTimeout api.Duration      `json:"attempt_timeout"`
 	ReplaySafe     bool              `json:"replay_safe"`
 	NoEffectStatus []int             `json:"no_effect_statuses"`
+	RunAt          string            `json:"run_at"`
+
+	present map[string]bool // the fields the line gives, by lower-case name
 }
 
 // fromFieldList names the fields of a --from line.
-const fromFieldList = "url, method, headers, header_lines, data, key, key_format, status_url, key_ttl, max_attempts, deadline, attempt_timeout, replay_safe, no_effect_statuses"
+const fromFieldList = "url, method, headers, header_lines, data, key, key_format, status_url, key_ttl, max_attempts, deadline, attempt_timeout, replay_safe, no_effect_statuses, run_at"
 
 // fromFields is what each field of a --from line accepts, for errors.
 var fromFields = map[string]string{
@@ -185,18 +231,22 @@ var fromFields = map[string]string{
 	"key":                `a string: the idempotency key`,
 	"key_format":         `"token" or "structured"`,
 	"status_url":         `a string: the status URL template with {key} and/or {id}`,
-	"key_ttl":            `a duration string such as "24h", or nanoseconds`,
+	"key_ttl":            `a duration string such as "24h" (a bare number is refused: its unit would be a guess)`,
 	"max_attempts":       `an integer from 1 to 100`,
-	"deadline":           `a duration string such as "15m", or nanoseconds`,
-	"attempt_timeout":    `a duration string such as "10s", or nanoseconds`,
+	"deadline":           `a duration string such as "15m" (a bare number is refused: its unit would be a guess)`,
+	"attempt_timeout":    `a duration string such as "10s" (a bare number is refused: its unit would be a guess)`,
 	"replay_safe":        `true or false`,
 	"no_effect_statuses": `an array of HTTP statuses such as [503]`,
+	"run_at":             `a string: ` + runAtAccepted,
 }
 
 // parseJSONLine decodes one --from line field by field, so an error names
 // the field and its value.
 func parseJSONLine(text string, line int) (jsonLine, error) {
 	var jl jsonLine
+	if err := strictjson.Check([]byte(text)); err != nil {
+		return jl, api.Invalid(fmt.Sprintf("--from line %d", line), text, "one JSON object per line, valid UTF-8, each field once ("+err.Error()+")")
+	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(text), &raw); err != nil || raw == nil {
 		why := "not a JSON object"
@@ -214,8 +264,9 @@ func parseJSONLine(text string, line int) (jsonLine, error) {
 		"url": &jl.URL, "method": &jl.Method, "headers": &jl.Headers, "header_lines": &jl.HeaderLines, "data": &jl.Data,
 		"key": &jl.Key, "key_format": &jl.KeyFormat, "status_url": &jl.StatusURL, "key_ttl": &jl.KeyTTL,
 		"max_attempts": &jl.MaxAttempts, "deadline": &jl.Deadline, "attempt_timeout": &jl.AttemptTimeout,
-		"replay_safe": &jl.ReplaySafe, "no_effect_statuses": &jl.NoEffectStatus,
+		"replay_safe": &jl.ReplaySafe, "no_effect_statuses": &jl.NoEffectStatus, "run_at": &jl.RunAt,
 	}
+	jl.present = map[string]bool{}
 	seen := map[string]string{}
 	for _, n := range names {
 		// Field names match without regard to case, as encoding/json's do.
@@ -225,6 +276,7 @@ func parseJSONLine(text string, line int) (jsonLine, error) {
 				Accepted: "each field once (names match without regard to case)"}
 		}
 		seen[strings.ToLower(n)] = n
+		jl.present[strings.ToLower(n)] = true
 		if !ok {
 			return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d", line), Value: fmt.Sprintf("field %q", n),
 				Accepted: "the fields " + fromFieldList}
@@ -236,16 +288,43 @@ func parseJSONLine(text string, line int) (jsonLine, error) {
 	return jl, nil
 }
 
+// checkGiven refuses a field the line gives with an empty or zero value,
+// as the flags refuse --key ”, --max-attempts 0 or --deadline 0: to get
+// the default, a line leaves the field out.
+func (jl jsonLine) checkGiven(line int) error {
+	bad := func(name, value, accepted string) error {
+		return &api.InvalidError{Field: fmt.Sprintf("--from line %d: %s", line, name), Value: value, Accepted: accepted + "; leave the field out for the default"}
+	}
+	switch {
+	case jl.present["method"] && jl.Method == "":
+		return bad("method", `""`, "an HTTP method such as POST")
+	case jl.present["key"] && jl.Key == "":
+		return bad("key", `""`, "1-255 printable ASCII characters (0x21-0x7E)")
+	case jl.present["max_attempts"] && jl.MaxAttempts < 1:
+		return bad("max_attempts", fmt.Sprint(jl.MaxAttempts), fromFields["max_attempts"])
+	}
+	for _, d := range []struct {
+		name string
+		v    api.Duration
+	}{{"key_ttl", jl.KeyTTL}, {"deadline", jl.Deadline}, {"attempt_timeout", jl.AttemptTimeout}} {
+		if jl.present[d.name] && d.v <= 0 {
+			return bad(d.name, fmt.Sprintf("%q", time.Duration(d.v).String()), "a positive duration such as \"30s\"")
+		}
+	}
+	return nil
+}
+
 func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []string, asJSON bool) error {
 	var r io.Reader = m.Stdin
 	if from != "-" {
-		f, err := os.Open(from)
+		f, err := openInput(from, "from", "a readable JSON-lines file or -")
 		if err != nil {
-			return &api.InvalidError{Field: "from", Value: fmt.Sprintf("%q", from), Accepted: "a readable JSON-lines file or - (" + err.Error() + ")"}
+			return err
 		}
 		defer f.Close()
 		r = f
 	}
+	now := time.Now()
 	var items []api.ManyItem
 	var lines []int // the file line of each item
 	sc := bufio.NewScanner(r)
@@ -259,6 +338,9 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 		}
 		jl, err := parseJSONLine(text, line)
 		if err != nil {
+			return err
+		}
+		if err := jl.checkGiven(line); err != nil {
 			return err
 		}
 		req := api.Request{Method: jl.Method, URL: jl.URL}
@@ -290,6 +372,11 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 			}
 			o.KeyFormat = kf
 		}
+		if jl.present["run_at"] {
+			if o.RunAt, err = parseRunAt(jl.RunAt, now); err != nil {
+				return &api.InvalidError{Field: fmt.Sprintf("--from line %d: run_at", line), Value: fmt.Sprintf("%q", jl.RunAt), Accepted: runAtAccepted}
+			}
+		}
 		if _, err := api.Validate(req, o, allow); err != nil {
 			return fmt.Errorf("--from line %d: %w", line, err)
 		}
@@ -300,7 +387,10 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return &api.InvalidError{Field: "from", Value: fmt.Sprintf("line %d", line+1), Accepted: "lines of at most 2 MiB (" + err.Error() + ")"}
+		if errors.Is(err, bufio.ErrTooLong) {
+			return &api.InvalidError{Field: "from", Value: fmt.Sprintf("line %d", line+1), Accepted: "lines of at most 2 MiB"}
+		}
+		return &api.InvalidError{Field: "from", Value: fmt.Sprintf("%q, line %d", from, line+1), Accepted: "a readable JSON-lines file or - (" + err.Error() + ")"}
 	}
 	// The same limit whether a runner holds the file (the batch then goes
 	// through its admin API in one request) or not.
@@ -320,7 +410,7 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 		return err
 	}
 	failed := 0
-	var out []any
+	out := []any{} // --json prints [] for no jobs, never null
 	for i, r := range res {
 		if r.Err != nil {
 			failed++
@@ -451,11 +541,66 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// trunc is free text (a target's answer, an error, a note) made fit for a
+// terminal line: control characters escaped, then cut to about n bytes at
+// a character boundary.
 func trunc(s string, n int) string {
+	s = printable(s)
 	if len(s) <= n {
 		return s
 	}
-	return s[:n-1] + "…"
+	cut := n - 1
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// printable escapes what a terminal would act on instead of showing:
+// C0 and C1 control characters (escape sequences that clear the screen,
+// retitle the window or move the cursor back over a line), DEL, the
+// bidirectional overrides that reorder text, and invalid UTF-8. A target's
+// answer or anyone's note must not be able to make a failed job look
+// succeeded on screen.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if !showable(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case showable(r):
+			b.WriteString(s[i : i+n])
+		case r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		i += n
+	}
+	return b.String()
+}
+
+func showable(r rune) bool {
+	switch {
+	case r == utf8.RuneError:
+		return false // invalid UTF-8 decodes as this; a real U+FFFD is escaped too
+	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return false
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return false // bidirectional controls
+	}
+	return true
 }
 
 func ago(t time.Time) string {
@@ -504,7 +649,7 @@ func renderJob(w io.Writer, j *api.Job) error {
 	p("key", "%s", j.Key)
 	p("state", "%s", j.State)
 	if j.Reason != "" {
-		p("reason", "%s", j.Reason)
+		p("reason", "%s", printable(j.Reason))
 	}
 	p("request", "%s %s (%d body bytes)", j.Method, j.URL, j.BodySize)
 	for _, h := range j.Headers {
@@ -522,7 +667,7 @@ func renderJob(w io.Writer, j *api.Job) error {
 	p("next run", "%s", j.NextRunAt.Format(time.RFC3339Nano))
 	p("deadline", "%s", j.Deadline.Format(time.RFC3339Nano))
 	if j.LastError != "" {
-		p("last error", "%s", j.LastError)
+		p("last error", "%s", printable(j.LastError))
 	}
 	if j.Result != nil {
 		body := j.Result.Body
@@ -588,7 +733,7 @@ func renderJob(w io.Writer, j *api.Job) error {
 		if e.Delay > 0 || e.DelayReason != "" {
 			next = fmt.Sprintf("wait %s (%s)", e.Delay.Round(time.Millisecond), e.DelayReason)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", e.Start.Format("15:04:05.000"), what, took, result, trunc(detail, 100), next)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", e.Start.Format("15:04:05.000"), what, took, printable(result), trunc(detail, 100), printable(next))
 	}
 	return tw.Flush()
 }
