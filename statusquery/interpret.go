@@ -18,8 +18,11 @@ const utf8BOM = "\xEF\xBB\xBF"
 // only the first part of a longer answer.
 //
 //   - 404, 410: NotFound.
-//   - 2xx, body over the cap: FoundSucceeded ("body over cap"); a prefix
-//     proves nothing about list lengths or fields further on.
+//   - 2xx, body over the cap: only what the prefix proves. A top-level
+//     status or state with an in-progress word before the cut: InProgress
+//     (it only delays); a second list item (top level or under "data")
+//     before the cut: Duplicate; anything else NoAnswer, for a member
+//     further on could say failed or repeat the status.
 //   - 2xx, JSON object whose "status" or "state" string (trimmed, ASCII
 //     case-insensitive, "-" and " " read as "_") is pending, processing,
 //     in_progress (also inprogress), running, queued or accepted: InProgress.
@@ -64,7 +67,7 @@ func statusDetail(status int) string {
 // interpretBody reads the body of a 2xx answer.
 func interpretBody(body []byte, truncated bool) (Outcome, string) {
 	if truncated {
-		return FoundSucceeded, "body over cap"
+		return interpretPrefix(bytes.TrimPrefix(body, []byte(utf8BOM)))
 	}
 	b := trimJSONSpace(bytes.TrimPrefix(body, []byte(utf8BOM)))
 	if len(b) == 0 {
@@ -110,6 +113,72 @@ func interpretBody(body []byte, truncated bool) (Outcome, string) {
 		return NoAnswer, "JSON null"
 	default:
 		return FoundSucceeded, "JSON number"
+	}
+}
+
+// interpretPrefix reads the first part of a 2xx answer longer than the
+// cap, as far as its JSON tokens go.
+func interpretPrefix(prefix []byte) (Outcome, string) {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	tok, err := dec.Token()
+	if err != nil {
+		return NoAnswer, "body over cap, not JSON before the cut"
+	}
+	// items counts the values begun directly inside the array at depth
+	// listDepth: the top-level array, or an object's "data" member.
+	items, listDepth := 0, 0
+	depth := 1
+	topObject := tok == json.Delim('{')
+	switch tok {
+	case json.Delim('['):
+		listDepth = 1
+	case json.Delim('{'):
+	default:
+		return NoAnswer, "body over cap"
+	}
+	wantKey := topObject // at depth 1 of the top-level object
+	member := ""         // the depth-1 member whose value comes next
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return NoAnswer, "body over cap, no in-progress status before the cut"
+		}
+		d, isDelim := tok.(json.Delim)
+		if isDelim && (d == '}' || d == ']') {
+			if depth == listDepth {
+				listDepth = 0
+			}
+			depth--
+			if depth == 1 && topObject {
+				wantKey = true
+			}
+			continue
+		}
+		if depth == 1 && topObject && wantKey {
+			member, _ = tok.(string)
+			wantKey = false
+			continue
+		}
+		if depth == listDepth {
+			if items++; items >= 2 {
+				return Duplicate, "body over cap, at least 2 items before the cut"
+			}
+		}
+		if depth == 1 && topObject {
+			if str, ok := tok.(string); ok && (asciiEqualFold(member, "status") || asciiEqualFold(member, "state")) && classifyWord(str) == InProgress {
+				return InProgress, "body over cap, " + strings.ToLower(member) + " " + quoteShort(str)
+			}
+		}
+		if isDelim { // '{' or '['
+			depth++
+			if depth == 2 && topObject && d == '[' && asciiEqualFold(member, "data") {
+				listDepth, items = 2, 0
+			}
+			continue
+		}
+		if depth == 1 && topObject {
+			wantKey = true
+		}
 	}
 }
 
