@@ -197,6 +197,13 @@ func classifyTransport(err error, p Progress, shuttingDown bool) Verdict {
 	if reason, ok := classifyHTTP2Refused(own); ok {
 		return Verdict{Class: ClassNoEffect, Reason: reason}
 	}
+	if strings.HasPrefix(own, `failed to parse Location header ""`) {
+		// http.Client (and the direct Doer, which answers as it does)
+		// reports a 301/302/303 whose Location does not parse as an
+		// error and drops the response. It was still a 3xx answer from
+		// the target: permanent, never resent (DESIGN §3).
+		return Verdict{Class: ClassPermanent, Reason: "redirect not followed (3xx; its Location header does not parse)"}
+	}
 	return Verdict{Class: ClassUnknown, Reason: classifyAfterSend(err, own, p, shuttingDown)}
 }
 
