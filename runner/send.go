@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -309,9 +308,12 @@ func send(ctx context.Context, doer Doer, j *store.Job, bodyLimit int64, now fun
 	res.body = body
 	if err == nil {
 		_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
-	} else if !errors.Is(err, context.Canceled) {
-		// The status line arrived; a broken body does not change what the
-		// server decided. Keep the error for the record.
+	} else {
+		// The status line arrived; a broken body (cut short by the
+		// server, or by a shutdown) does not change what the server
+		// decided, but what was read is not the whole answer: the result
+		// says so, and the error is kept for the record.
+		res.truncated = true
 		res.err = fmt.Errorf("reading response body: %w", err)
 	}
 	res.progress = tr.get()
