@@ -247,6 +247,9 @@ func exchange(ctx context.Context, req *http.Request, c *conn, trace *httptrace.
 		closeReqBody(req)
 		return fail(err)
 	}
+	if req.ContentLength < 0 || req.ContentLength > concurrentBodyMin {
+		return exchangeLarge(ctx, req, c, trace, stop)
+	}
 	err := req.Write(c.bw)
 	if err == nil {
 		err = c.bw.Flush()
@@ -268,6 +271,54 @@ func exchange(ctx context.Context, req *http.Request, c *conn, trace *httptrace.
 		return fail(err)
 	}
 	return resp, stop, nil
+}
+
+// concurrentBodyMin is the body size above which the request is written
+// while the response is read. A smaller request fits the socket's send
+// buffer, so its write does not wait for the server to read; a larger one
+// can block on a server that answers before reading it all (a 413) and
+// stops reading, and that answer must not be lost to the write's timeout.
+const concurrentBodyMin = 32 << 10
+
+// exchangeLarge is exchange for a large body: the attempt's goroutine reads
+// the response head while a second one writes the request. An answer that
+// comes before the request is written is the attempt's outcome, as net/http
+// takes it; the write is then cut off and the connection closed.
+func exchangeLarge(ctx context.Context, req *http.Request, c *conn, trace *httptrace.ClientTrace, stop func() bool) (*http.Response, func() bool, error) {
+	wrote := make(chan error, 1)
+	go func() {
+		err := req.Write(c.bw)
+		if err == nil {
+			err = c.bw.Flush()
+		}
+		wrote <- err
+	}()
+	resp, rerr := readFinal(c, req, trace)
+	var werr error
+	select {
+	case werr = <-wrote:
+	default:
+		if rerr == nil {
+			// Answered while the request was still being written: stop
+			// writing (nothing more is sent) and keep the answer.
+			_ = c.raw.SetWriteDeadline(aLongTimeAgo)
+		}
+		werr = <-wrote
+		if werr == nil {
+			werr = errors.New("request write cut off by an early answer")
+		}
+	}
+	if rerr == nil {
+		if werr != nil {
+			resp.Close = true // the request was not all written: out of step
+		}
+		return resp, stop, nil
+	}
+	stop()
+	if werr != nil && ctx.Err() == nil {
+		return nil, nil, werr // the write's error says why the read failed
+	}
+	return nil, nil, withCtxErr(ctx, rerr)
 }
 
 // readFinal reads the response head to req, skipping interim 1xx
