@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/idemrun/idemrun/idemkey"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -123,8 +128,15 @@ func (r *Remote) do(ctx context.Context, method, path string, in, out any) error
 	if r.token != "" {
 		req.Header.Set("Authorization", "Bearer "+r.token)
 	}
+	var sent atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { sent.Store(true) }}))
 	resp, err := r.client.Do(req)
 	if err != nil {
+		if sent.Load() && method != http.MethodGet {
+			// The runner may have done it before the connection went
+			// (killed, restarted): the caller cannot know.
+			return &OutcomeUnknownError{Err: err}
+		}
 		return err
 	}
 	defer resp.Body.Close()
@@ -140,7 +152,66 @@ func (r *Remote) do(ctx context.Context, method, path string, in, out any) error
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil
 	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		if method != http.MethodGet {
+			return &OutcomeUnknownError{Err: fmt.Errorf("reading the runner's answer: %w", err)}
+		}
+		return err
+	}
+	return nil
+}
+
+// ErrOutcomeUnknown: a write sent to the runner through its admin API got
+// no answer (the runner was killed or restarted, the connection broke), so
+// it may or may not have been done. errors.Is(err, ErrOutcomeUnknown) on an
+// *OutcomeUnknownError.
+var ErrOutcomeUnknown = errors.New("the runner may or may not have done it")
+
+// OutcomeUnknownError is returned by Remote's writes when the request was
+// sent but no answer came. For Enqueue and EnqueueMany, Keys holds the
+// idempotency key of each job sent (in the order of the items, generated
+// here for items without one): enqueueing the same requests again under
+// these keys is safe, and finds the jobs the runner did store.
+type OutcomeUnknownError struct {
+	Keys []string
+	Err  error
+}
+
+func (e *OutcomeUnknownError) Error() string {
+	msg := "admin api: no answer after the request was sent, so it may or may not have been done (" + e.Err.Error() + ")"
+	if len(e.Keys) > 0 {
+		msg += "; enqueueing again under the same keys is safe"
+	}
+	return msg
+}
+
+// Is reports ErrOutcomeUnknown.
+func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcomeUnknown }
+
+func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
+
+// withKeys gives a key to each item that has none, on a copy, so a batch
+// sent again after an unknown outcome is the same batch (P2).
+func withKeys(items []ManyItem) []ManyItem {
+	out, cloned := items, false
+	for i := range items {
+		if items[i].Options.Key == "" {
+			if !cloned {
+				out, cloned = slices.Clone(items), true
+			}
+			out[i].Options.Key = idemkey.New()
+		}
+	}
+	return out
+}
+
+// keysOf lists the items' keys.
+func keysOf(items []ManyItem) []string {
+	keys := make([]string, len(items))
+	for i, it := range items {
+		keys[i] = it.Options.Key
+	}
+	return keys
 }
 
 // Enqueue enqueues through the runner.
@@ -150,8 +221,14 @@ func (r *Remote) Enqueue(ctx context.Context, req Request, o EnqueueOptions) (En
 	if _, err := Validate(req, o, nil); err != nil {
 		return EnqueueResult{}, err
 	}
+	if o.Key == "" {
+		o.Key = idemkey.New() // here, so an unknown outcome can name it
+	}
 	var out wireEnqueueResult
 	if err := r.do(ctx, http.MethodPost, "/v1/jobs", toWire(req, o), &out); err != nil {
+		if ue, ok := errors.AsType[*OutcomeUnknownError](err); ok {
+			ue.Keys = []string{o.Key}
+		}
 		return EnqueueResult{}, err
 	}
 	return EnqueueResult{Job: out.Job, Existing: out.Existing}, nil
@@ -199,8 +276,11 @@ func CheckBatch(items []ManyItem) error {
 
 // EnqueueMany enqueues a batch through the runner. As with
 // Client.EnqueueMany, invalid jobs and key conflicts get their own Err and
-// the others are stored; the returned error means nothing was stored.
+// the others are stored. A returned error means nothing was stored, except
+// an *OutcomeUnknownError (errors.Is ErrOutcomeUnknown): the batch was sent
+// and may have been stored; its Keys let it be sent again safely.
 func (r *Remote) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResult, error) {
+	items = withKeys(items)
 	in, at, invalid, err := batchBody(items)
 	if err != nil {
 		return nil, err
@@ -216,6 +296,9 @@ func (r *Remote) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 		Results []wireManyResult `json:"results"`
 	}
 	if err := r.do(ctx, http.MethodPost, "/v1/jobs/batch", json.RawMessage(in), &out); err != nil {
+		if ue, ok := errors.AsType[*OutcomeUnknownError](err); ok {
+			ue.Keys = keysOf(items)
+		}
 		return nil, err
 	}
 	if len(out.Results) != len(at) {

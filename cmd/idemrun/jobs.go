@@ -120,12 +120,20 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 	if _, err := api.Validate(req, o, *allow); err != nil {
 		return err
 	}
-	svc, err := m.openService(m.dbPath(*db), true)
+	if o.Key == "" {
+		o.Key = idemkey.New() // here, so a second try after no answer is the same job
+	}
+	path := m.dbPath(*db)
+	svc, err := m.openService(path, true)
 	if err != nil {
 		return err
 	}
-	defer svc.Close()
-	res, err := svc.Enqueue(ctx, req, o)
+	defer func() {
+		if svc != nil {
+			svc.Close()
+		}
+	}()
+	res, err := sendOnce(m, path, &svc, func(s api.Service) (api.EnqueueResult, error) { return s.Enqueue(ctx, req, o) })
 	if err != nil {
 		return err
 	}
@@ -400,12 +408,22 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 		}
 		return err
 	}
+	for i := range items {
+		if items[i].Options.Key == "" {
+			// Here, so a second try after no answer is the same batch.
+			items[i].Options.Key = idemkey.New()
+		}
+	}
 	svc, err := m.openService(path, true)
 	if err != nil {
 		return err
 	}
-	defer svc.Close()
-	res, err := svc.EnqueueMany(ctx, items)
+	defer func() {
+		if svc != nil {
+			svc.Close()
+		}
+	}()
+	res, err := sendOnce(m, path, &svc, func(s api.Service) ([]api.ManyResult, error) { return s.EnqueueMany(ctx, items) })
 	if err != nil {
 		return err
 	}
