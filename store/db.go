@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/idemrun/idemrun/internal/fsutil"
 )
 
 // SchemaVersion is the layout version this package writes into the meta
@@ -265,6 +268,15 @@ func Open(path string, opts *Options) (*DB, error) {
 		bdb.Close()
 		return nil, err
 	}
+	if !existed && !o.ReadOnly {
+		// A new file's name is durable only once its directory is: until
+		// then a power loss could take the file, and every job
+		// acknowledged in it, away.
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			bdb.Close()
+			return nil, fmt.Errorf("store: open %s: syncing its directory: %w", path, err)
+		}
+	}
 	if !o.ReadOnly {
 		db.ops = make(chan *op, 4*o.MaxBatch)
 		db.quit = make(chan struct{})
@@ -480,6 +492,9 @@ func openBolt(path string, mode fs.FileMode, bo *bolt.Options) (db *bolt.DB, err
 	}()
 	return bolt.Open(path, mode, bo)
 }
+
+// syncDir makes a directory's entries durable; a variable for tests.
+var syncDir = fsutil.SyncDir
 
 // metaHead is what idemrun reads of one bbolt meta page before bbolt opens
 // the file. The layout is bbolt's on-disk format: a 16-byte page header,

@@ -45,11 +45,13 @@ func (m *Main) backup(ctx context.Context, args []string) error {
 		return err
 	}
 	defer svc.Close()
-	tmp := out + ".partial"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	// A name of its own (mode 0600): a backup killed midway leaves its
+	// partial copy behind, which must not block the next one.
+	f, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".partial-*")
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
+	tmp := f.Name()
 	n, err := svc.Backup(ctx, f)
 	if err == nil {
 		err = f.Sync()

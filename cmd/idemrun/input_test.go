@@ -251,3 +251,24 @@ func TestNoArgumentsIsAUsageError(t *testing.T) {
 		t.Errorf("idemrun help: got\n%s\nwant exit 0, usage on stdout", r)
 	}
 }
+
+// A backup killed midway leaves its partial copy behind; it does not block
+// the next backup to the same OUT, and the next one leaves it alone.
+func TestBackupAfterAKilledOne(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.ok("enqueue", "--url", "http://127.0.0.1:9/a", "--key", "bk")
+	out := filepath.Join(e.dir, "b.db")
+	for _, left := range []string{out + ".partial", out + ".partial-123"} {
+		if err := os.WriteFile(left, []byte("half"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.ok("backup", out)
+	if r := e.run("check", out); r.code != 0 {
+		t.Errorf("check of the backup: %s", r)
+	}
+	if b, _ := os.ReadFile(out + ".partial-123"); string(b) != "half" {
+		t.Error("another backup's partial copy was touched")
+	}
+}
