@@ -6,6 +6,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -104,6 +105,11 @@ type Result struct {
 	// shared machine it moves less than jobs/s between runs.
 	WorkCPUMicrosPerJob float64 `json:"work_cpu_us_per_job"`
 	OpsPerCommit        float64 `json:"ops_per_commit"`
+	// HTTPCeilingReqPerS is the HTTP part of a worked job alone, measured
+	// in the same run: the same POST from Workers senders through the
+	// runner's client (its connection cap included) to a target like the
+	// bench's, no store. Worked jobs/s cannot pass it.
+	HTTPCeilingReqPerS float64 `json:"http_ceiling_req_per_s"`
 }
 
 func (c *Config) defaults() {
@@ -147,6 +153,69 @@ func startTarget() (*target, error) {
 	}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = t.srv.Serve(ln) }()
 	return t, nil
+}
+
+// postOnce sends the POST of a worked job (its body, Content-Type and
+// Idempotency-Key headers) through client and reads the answer.
+func postOnce(ctx context.Context, client *http.Client, url string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/payments", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "bench-1")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("status %d, want 201", resp.StatusCode)
+	}
+	return nil
+}
+
+// httpCeiling sends n POSTs from cfg.Workers goroutines through the
+// runner's client to a target of its own, and returns requests/s.
+func httpCeiling(ctx context.Context, cfg Config, n int) (float64, error) {
+	tgt, err := startTarget()
+	if err != nil {
+		return 0, err
+	}
+	defer tgt.srv.Close()
+	conns := cfg.MaxConnsPerHost
+	if conns == 0 {
+		conns = min(cfg.Workers, runner.DefaultMaxConnsPerHost)
+	}
+	newClient := runner.NewHTTPClient
+	if cfg.NetHTTP {
+		newClient = runner.NewNetHTTPClient
+	}
+	client := newClient(conns)
+	defer client.CloseIdleConnections()
+	body := []byte(`{"amount":1000,"currency":"EUR"}`)
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) {
+				if err := postOnce(ctx, client, tgt.url, body); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if e := firstErr.Load(); e != nil {
+		return 0, e.(error)
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
 }
 
 func (t *target) resetFirst() {
@@ -215,6 +284,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("bench: raw commits: %w", err)
 	}
 	fmt.Fprintf(cfg.Out, "raw bbolt Update commits/s: %.0f\n", res.RawUpdateCommitsPerS)
+	if res.HTTPCeilingReqPerS, err = httpCeiling(ctx, cfg, min(cfg.Jobs, 50000)); err != nil {
+		return nil, fmt.Errorf("bench: HTTP ceiling: %w", err)
+	}
+	fmt.Fprintf(cfg.Out, "HTTP alone (%d senders, no store): %.0f req/s\n", cfg.Workers, res.HTTPCeilingReqPerS)
 
 	tgt, err := startTarget()
 	if err != nil {
