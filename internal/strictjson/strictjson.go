@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -90,11 +91,29 @@ func hex4(b []byte, at int) (rune, bool) {
 	return r, true
 }
 
+// foldName is name in the form encoding/json compares struct field names
+// in: each rune replaced by the smallest rune of its Unicode simple case
+// folding orbit, so "URL", "url" and "ſtatus_url" (long s) meet their
+// twins, as they would in a struct.
+func foldName(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		min := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f < min {
+				min = f
+			}
+		}
+		b.WriteRune(min)
+	}
+	return b.String()
+}
+
 // frame is one open object or array while duplicates walks the tokens.
 type frame struct {
 	object  bool
 	wantKey bool              // an object's next token is a field name
-	keys    map[string]string // lower-cased name → name as written
+	keys    map[string]string // folded name → name as written
 }
 
 // valueDone notes that a value inside the frame ended: in an object, a
@@ -133,7 +152,7 @@ func duplicates(text []byte) error {
 				continue
 			}
 			name, _ := tok.(string)
-			low := strings.ToLower(name)
+			low := foldName(name)
 			if prev, dup := top.keys[low]; dup {
 				if prev == name {
 					return fmt.Errorf("the field %q is given twice in one object; give each field once", name)
