@@ -268,15 +268,6 @@ func Open(path string, opts *Options) (*DB, error) {
 		bdb.Close()
 		return nil, err
 	}
-	if !existed && !o.ReadOnly {
-		// A new file's name is durable only once its directory is: until
-		// then a power loss could take the file, and every job
-		// acknowledged in it, away.
-		if err := syncDir(filepath.Dir(path)); err != nil {
-			bdb.Close()
-			return nil, fmt.Errorf("store: open %s: syncing its directory: %w", path, err)
-		}
-	}
 	if !o.ReadOnly {
 		db.ops = make(chan *op, 4*o.MaxBatch)
 		db.quit = make(chan struct{})
@@ -287,7 +278,7 @@ func Open(path string, opts *Options) (*DB, error) {
 }
 
 // init checks the file's meta bucket, or lays out a new file.
-func (db *DB) init() error {
+func (db *DB) init() (err error) {
 	check := func(tx *bolt.Tx) (fresh bool, err error) {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
@@ -316,7 +307,7 @@ func (db *DB) init() error {
 		return false, nil
 	}
 	var fresh bool
-	err := db.view(func(tx *bolt.Tx) error {
+	err = db.view(func(tx *bolt.Tx) error {
 		var err error
 		fresh, err = check(tx)
 		return err
@@ -325,17 +316,13 @@ func (db *DB) init() error {
 		return err
 	}
 	// The tree bbolt opened holds nothing. That is a new file, or one
-	// whose first idemrun commit never landed; but if a meta page says
-	// more pages were once in use, bbolt fell back from a damaged newest
-	// meta page to an older, empty one, and the jobs are in the file
-	// where this tree cannot reach them: laying out a fresh database
-	// would hide them for good.
-	var inUse int64
-	_ = db.view(func(tx *bolt.Tx) error { inUse = tx.Size() / int64(db.bolt.Info().PageSize); return nil })
-	for _, m := range readMetaHeads(db.path) {
-		if m.hwm > inUse {
-			return fmt.Errorf("%w: %s: its newest meta page is damaged and the older one describes an empty file, while %d pages were in use; the jobs cannot be reached: restore from a backup (run `idemrun check %s`)", ErrCorrupt, db.path, m.hwm, db.path)
-		}
+	// whose first idemrun commit never landed (no job is committed
+	// before the layout is). But if job records sit in the file's pages,
+	// bbolt fell back from a damaged newest meta page to an older, empty
+	// one, and the jobs are where this tree cannot reach them: laying out
+	// a fresh database would hide them for good.
+	if n := jobRecordsIn(db.path, db.bolt.Info().PageSize); n > 0 {
+		return fmt.Errorf("%w: %s: its tree is empty, but %d job records are in its pages: the newest meta page is damaged and bbolt fell back to an older, empty one; restore from a backup (run `idemrun check %s`)", ErrCorrupt, db.path, n, db.path)
 	}
 	if db.opts.ReadOnly {
 		return fmt.Errorf("%w: %s is empty", ErrNotDatabase, db.path)
@@ -345,6 +332,16 @@ func (db *DB) init() error {
 		// or an admin command leaves an empty file as it found it.
 		return fmt.Errorf("%w: %s is an empty bbolt file, not yet an idemrun database (enqueue a job to lay it out)", ErrNotDatabase, db.path)
 	}
+	defer func() {
+		// A file laid out here is durable only once its directory
+		// entry is: until then a power loss could take the file, and
+		// every job acknowledged in it, away.
+		if err == nil {
+			if serr := syncDir(filepath.Dir(db.path)); serr != nil {
+				err = fmt.Errorf("store: open %s: syncing its directory: %w", db.path, serr)
+			}
+		}
+	}()
 	return db.update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
@@ -522,9 +519,17 @@ func readMetaHeads(path string) []metaHead {
 	pageSize := int64(0)
 	for page := range 2 {
 		if page == 1 && pageSize == 0 {
-			// The second meta page sits one page in; with the first
-			// unreadable, bbolt looks for it at the OS page size.
-			pageSize = int64(os.Getpagesize())
+			// The second meta page sits one page in. With the first
+			// unreadable, bbolt tries 1 KiB, 2 KiB, ... for a meta page
+			// that names its own offset as the page size.
+			for off := int64(1024); off <= 1<<24 && pageSize == 0; off <<= 1 {
+				if _, err := f.ReadAt(buf, off); err == nil && binary.LittleEndian.Uint32(buf[16:20]) == magic && int64(binary.LittleEndian.Uint32(buf[24:28])) == off {
+					pageSize = off
+				}
+			}
+			if pageSize == 0 {
+				break
+			}
 		}
 		if _, err := f.ReadAt(buf, int64(page)*pageSize); err != nil {
 			break
@@ -543,6 +548,65 @@ func readMetaHeads(path string) []metaHead {
 		}
 	}
 	return out
+}
+
+// jobRecordsIn counts the job records in the leaf pages of the bbolt file
+// at path, reachable or not: 16-byte keys whose values carry a job record
+// head. It reads the whole file; Open uses it only on a file whose tree is
+// empty.
+func jobRecordsIn(path string, pageSize int) int {
+	f, err := os.Open(path)
+	if err != nil || pageSize < 1024 {
+		return 0
+	}
+	defer f.Close()
+	const leafFlag, bucketFlag = 0x02, 0x01
+	n := 0
+	buf := make([]byte, pageSize)
+	for off := int64(2 * pageSize); ; {
+		if _, err := f.ReadAt(buf[:pageSize], off); err != nil {
+			return n
+		}
+		flags := binary.LittleEndian.Uint16(buf[8:10])
+		count := int(binary.LittleEndian.Uint16(buf[10:12]))
+		overflow := int64(binary.LittleEndian.Uint32(buf[12:16]))
+		span := int64(pageSize) * (1 + min(overflow, 1<<16))
+		if flags&leafFlag != 0 && span > int64(pageSize) {
+			if int64(cap(buf)) < span {
+				buf = make([]byte, span)
+			}
+			buf = buf[:span]
+			if _, err := f.ReadAt(buf, off); err != nil {
+				return n
+			}
+		}
+		if flags&leafFlag != 0 {
+			page := buf[:min(span, int64(len(buf)))]
+			for i := 0; i < count; i++ {
+				e := 16 + 16*i
+				if e+16 > len(page) {
+					break
+				}
+				eflags := binary.LittleEndian.Uint32(page[e:])
+				pos := int(binary.LittleEndian.Uint32(page[e+4:]))
+				ksize := int(binary.LittleEndian.Uint32(page[e+8:]))
+				vsize := int(binary.LittleEndian.Uint32(page[e+12:]))
+				k := e + pos
+				if eflags&bucketFlag != 0 || ksize != 16 || k < 0 || k+ksize+vsize > len(page) || vsize < 0 {
+					continue
+				}
+				if _, ok := parseHead(page[k+ksize : k+ksize+vsize]); ok {
+					n++
+				}
+			}
+		}
+		if flags&leafFlag != 0 {
+			off += span
+		} else {
+			off += int64(pageSize)
+		}
+		buf = buf[:pageSize]
+	}
 }
 
 // checkTruncated refuses a file shorter than its bbolt meta pages say. bbolt
