@@ -36,9 +36,9 @@ func TestSurrogatesAgreeWithDecoder(t *testing.T) {
 
 func TestEscapedKeys(t *testing.T) {
 	for text, dup := range map[string]bool{
-		`{"\u0075rl":1,"url":2}`:           true,
-		`{"a":{"\u0055RL":1,"url":2}}`:     true,
-		`{"\\u0075rl":1,"url":2}`:          false,
+		`{"\u0075rl":1,"url":2}`:              true,
+		`{"a":{"\u0055RL":1,"url":2}}`:        true,
+		`{"\\u0075rl":1,"url":2}`:             false,
 		`{"k":"\\\\u","k2":"\\\ud83d\ude00"}`: false,
 	} {
 		if err := strictjson.Check([]byte(text)); (err != nil) != dup {
