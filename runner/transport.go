@@ -280,6 +280,11 @@ func exchange(ctx context.Context, req *http.Request, c *conn, trace *httptrace.
 // stops reading, and that answer must not be lost to the write's timeout.
 const concurrentBodyMin = 32 << 10
 
+// earlyAnswerGrace is how long an answer that arrived while the request
+// was still being written waits for the write to end by itself before it
+// is cut off (and the connection closed).
+const earlyAnswerGrace = 50 * time.Millisecond
+
 // exchangeLarge is exchange for a large body: the attempt's goroutine reads
 // the response head while a second one writes the request. An answer that
 // comes before the request is written is the attempt's outcome, as net/http
@@ -294,19 +299,33 @@ func exchangeLarge(ctx context.Context, req *http.Request, c *conn, trace *httpt
 		wrote <- err
 	}()
 	resp, rerr := readFinal(c, req, trace)
+	cut := func() error {
+		_ = c.raw.SetWriteDeadline(aLongTimeAgo) // nothing more is sent
+		return <-wrote
+	}
 	var werr error
 	select {
 	case werr = <-wrote:
 	default:
-		if rerr == nil {
-			// Answered while the request was still being written: stop
-			// writing (nothing more is sent) and keep the answer.
-			_ = c.raw.SetWriteDeadline(aLongTimeAgo)
+		if rerr != nil {
+			// No answer to keep: a write to a server that stopped
+			// reading would otherwise last until the deadline, or
+			// forever without one. The read's error is the cause.
+			_ = cut()
+			break
 		}
-		werr = <-wrote
-		if werr == nil {
-			werr = errors.New("request write cut off by an early answer")
+		// An answer, and the writer has not reported: it is finishing a
+		// request the server read whole, or blocked on a server that
+		// answered early and stopped reading. A moment tells which.
+		grace := time.NewTimer(earlyAnswerGrace)
+		select {
+		case werr = <-wrote:
+		case <-grace.C:
+			if werr = cut(); werr == nil {
+				werr = errors.New("request write cut off by an early answer")
+			}
 		}
+		grace.Stop()
 	}
 	if rerr == nil {
 		if werr != nil {
