@@ -20,9 +20,10 @@ const utf8BOM = "\xEF\xBB\xBF"
 //   - 404, 410: NotFound.
 //   - 2xx, body over the cap: only what the prefix proves. A top-level
 //     status or state with an in-progress word before the cut: InProgress
-//     (it only delays); a second list item (top level or under "data")
-//     before the cut: Duplicate; anything else NoAnswer, for a member
-//     further on could say failed or repeat the status.
+//     (it only delays); a second item of a top-level list before the cut:
+//     Duplicate; anything else NoAnswer, for a member further on could say
+//     failed, repeat a member, or (after an object's "data" list) carry the
+//     status that decides.
 //   - 2xx, JSON object whose "status" or "state" string (trimmed, ASCII
 //     case-insensitive, "-" and " " read as "_") is pending, processing,
 //     in_progress (also inprogress), running, queued or accepted: InProgress.
@@ -124,8 +125,9 @@ func interpretPrefix(prefix []byte) (Outcome, string) {
 	if err != nil {
 		return NoAnswer, "body over cap, not JSON before the cut"
 	}
-	// items counts the values begun directly inside the array at depth
-	// listDepth: the top-level array, or an object's "data" member.
+	// items counts the values begun directly inside the top-level array
+	// (listDepth 1; 0 for an object, whose "data" list proves nothing
+	// while a status member may follow it).
 	items, listDepth := 0, 0
 	depth := 1
 	topObject := tok == json.Delim('{')
@@ -145,9 +147,6 @@ func interpretPrefix(prefix []byte) (Outcome, string) {
 		}
 		d, isDelim := tok.(json.Delim)
 		if isDelim && (d == '}' || d == ']') {
-			if depth == listDepth {
-				listDepth = 0
-			}
 			depth--
 			if depth == 1 && topObject {
 				wantKey = true
@@ -171,9 +170,6 @@ func interpretPrefix(prefix []byte) (Outcome, string) {
 		}
 		if isDelim { // '{' or '['
 			depth++
-			if depth == 2 && topObject && d == '[' && asciiEqualFold(member, "data") {
-				listDepth, items = 2, 0
-			}
 			continue
 		}
 		if depth == 1 && topObject {

@@ -154,7 +154,7 @@ func protocolCases() []protocolCase {
 		{name: "truncated nested status", status: 200, body: `{"op":{"status":"processing"},"log":"xx`, truncated: true, want: statusquery.NoAnswer, wantDetail: "body over cap, no in-progress status before the cut", noHTTP: true},
 		{name: "truncated two items", status: 200, body: `[{"id":"op_1"},{"id":"op_2","log":"xx`, truncated: true, want: statusquery.Duplicate, wantDetail: "body over cap, at least 2 items before the cut", noHTTP: true},
 		{name: "truncated one item", status: 200, body: `[{"id":"op_1","log":"xx`, truncated: true, want: statusquery.NoAnswer, wantDetail: "body over cap, no in-progress status before the cut", noHTTP: true},
-		{name: "truncated data two items", status: 200, body: `{"data":[1,[2,3],{"a":[4,5]}`, truncated: true, want: statusquery.Duplicate, wantDetail: "body over cap, at least 2 items before the cut", noHTTP: true},
+		{name: "truncated data two items", status: 200, body: `{"data":[1,[2,3],{"a":[4,5]}`, truncated: true, want: statusquery.NoAnswer, wantDetail: "body over cap, no in-progress status before the cut", noHTTP: true},
 		{name: "truncated nested list", status: 200, body: `[[1,2,3`, truncated: true, want: statusquery.NoAnswer, wantDetail: "body over cap, no in-progress status before the cut", noHTTP: true},
 		{name: "truncated 404", status: 404, body: `x`, truncated: true, want: statusquery.NotFound, wantDetail: "404 not found", noHTTP: true},
 		{name: "truncated 503", status: 503, body: `x`, truncated: true, want: statusquery.NoAnswer, wantDetail: "503 service unavailable", noHTTP: true},
