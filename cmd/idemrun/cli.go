@@ -19,11 +19,15 @@ import (
 )
 
 // Exit codes: 0 success, 2 usage errors and invalid input (nothing
-// written), 1 anything else.
+// written), 3 outcome unknown (a write reached a runner that never
+// answered, even when sent again), 1 anything else.
 const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	// exitUnknown: a write reached a runner that gave no answer, twice;
+	// it may or may not have been done, and the same keys are safe to use.
+	exitUnknown = 3
 )
 
 // Main is the CLI. Every command is testable without os.Exit.
@@ -120,6 +124,9 @@ func (m *Main) report(err error) int {
 	case errors.Is(err, store.ErrNotDatabase), errors.Is(err, store.ErrNewerSchema):
 		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
 		return exitUsage
+	case errors.Is(err, api.ErrOutcomeUnknown):
+		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
+		return exitUnknown
 	default:
 		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
 		return exitFailure

@@ -134,6 +134,9 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 		}
 	}()
 	res, err := sendOnce(m, path, &svc, func(s api.Service) (api.EnqueueResult, error) { return s.Enqueue(ctx, req, o) })
+	if errors.Is(err, api.ErrOutcomeUnknown) {
+		return fmt.Errorf("%w; the job's key is %s: enqueue the same request again with --key %s", err, o.Key, o.Key)
+	}
 	if err != nil {
 		return err
 	}
@@ -308,6 +311,8 @@ func (jl jsonLine) checkGiven(line int) error {
 		return bad("method", `""`, "an HTTP method such as POST")
 	case jl.present["key"] && jl.Key == "":
 		return bad("key", `""`, "1-255 printable ASCII characters (0x21-0x7E)")
+	case jl.present["key_format"] && jl.KeyFormat == "":
+		return bad("key_format", `""`, fromFields["key_format"])
 	case jl.present["max_attempts"] && jl.MaxAttempts < 1:
 		return bad("max_attempts", fmt.Sprint(jl.MaxAttempts), fromFields["max_attempts"])
 	}
@@ -424,6 +429,14 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 		}
 	}()
 	res, err := sendOnce(m, path, &svc, func(s api.Service) ([]api.ManyResult, error) { return s.EnqueueMany(ctx, items) })
+	if errors.Is(err, api.ErrOutcomeUnknown) {
+		// Name every key: lines that had none got theirs here, and only
+		// these keys make a re-run safe.
+		for i, it := range items {
+			fmt.Fprintf(m.Stderr, "idemrun: --from line %d: key %s\n", lines[i], it.Options.Key)
+		}
+		return fmt.Errorf("%w; the key of each line is listed above: enqueue the lines again with these keys", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -669,13 +682,13 @@ func renderJob(w io.Writer, j *api.Job) error {
 	if j.Reason != "" {
 		p("reason", "%s", printable(j.Reason))
 	}
-	p("request", "%s %s (%d body bytes)", j.Method, j.URL, j.BodySize)
+	p("request", "%s %s (%d body bytes)", printable(j.Method), printable(j.URL), j.BodySize)
 	for _, h := range j.Headers {
-		p("  header", "%s: %s", h.Name, h.Value)
+		p("  header", "%s: %s", printable(h.Name), printable(h.Value))
 	}
 	p("attempts", "%d of %d (timeout %s each)", j.Attempts, j.MaxAttempts, time.Duration(j.AttemptTimeout))
 	if j.StatusURL != "" {
-		p("status url", "%s (%d queries)", j.StatusURL, j.StatusQueries)
+		p("status url", "%s (%d queries)", printable(j.StatusURL), j.StatusQueries)
 	}
 	if j.KeyTTL != 0 {
 		p("key ttl", "%s", time.Duration(j.KeyTTL))

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// An explicit "key_format": "" in a --from line is refused (exit 2), as
+// --key-format '' is, not taken as the default.
+func TestFromEmptyKeyFormatRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if r := e.run("enqueue", "--db", e.db, "--url", "http://127.0.0.1:9/p", "--key-format", ""); r.code != 2 {
+		t.Fatalf("the flag: %s", r)
+	}
+	p := filepath.Join(e.dir, "kf.jsonl")
+	if err := os.WriteFile(p, []byte(`{"url":"http://127.0.0.1:9/p","key_format":""}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.run("enqueue", "--db", e.db, "--from", p); r.code != 2 {
+		t.Errorf("--from with \"key_format\": \"\": want exit 2 like --key-format '', got\n%s", r)
+	}
+}
+
+// show escapes a job's URL and header values too, as its reason, errors and
+// history: a bidirectional override (U+202E) or a C1 control (U+009B, CSI)
+// that validation lets through never reaches the terminal raw.
+func TestShowEscapesURLAndHeaders(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.ok("enqueue", "--db", e.db, "--url", "http://127.0.0.1:9/p\u202eab", "-H", "X-A: a\u202eb\u009b2Jc", "--key", "k1")
+	r := e.ok("show", "--db", e.db, "k1")
+	for _, bad := range []string{"\u202e", "\u009b"} {
+		if strings.Contains(r.stdout, bad) {
+			t.Errorf("show printed %q raw:\n%q", bad, r.stdout)
+		}
+	}
+}
