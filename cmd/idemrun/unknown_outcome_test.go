@@ -68,7 +68,9 @@ func TestTwiceUnknownNamesTheKey(t *testing.T) {
 
 // hasKeyLike reports a 26+ character token run that could be a generated key.
 func hasKeyLike(s string) bool {
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '"' || r == '(' || r == ')' || r == ';' || r == ',' || r == '\n' || r == ':' }) {
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool {
+		return r == ' ' || r == '"' || r == '(' || r == ')' || r == ';' || r == ',' || r == '\n' || r == ':'
+	}) {
 		if len(f) >= 20 && !strings.ContainsAny(f, "/.") {
 			return true
 		}
