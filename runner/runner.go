@@ -379,8 +379,18 @@ func (r *Runner) Run(ctx context.Context) error {
 	start := time.Now()
 	rounds := make(chan roundResult, r.cfg.ClaimRounds)
 	inRounds := 0
-	short := false // the last round found less due work than it asked for
+	short := false   // the last round found less due work than it asked for
+	var failed error // the store takes no more writes (store.ErrFailed)
 	for {
+		if failed != nil {
+			// Nothing more can be claimed or recorded: the jobs in
+			// flight end as a shutdown ends them, and Run reports why.
+			for ; inRounds > 0; inRounds-- {
+				<-rounds
+			}
+			_ = r.shutdown(&wg, cancelWork)
+			return fmt.Errorf("runner: stopped: %w", failed)
+		}
 		if ctx.Err() != nil {
 			for ; inRounds > 0; inRounds-- {
 				<-rounds
@@ -394,6 +404,9 @@ func (r *Runner) Run(ctx context.Context) error {
 			case res := <-rounds:
 				inRounds--
 				short = r.roundDone(ctx, res)
+				if errors.Is(res.err, store.ErrFailed) {
+					failed = res.err
+				}
 			default:
 				break collect
 			}
@@ -426,6 +439,9 @@ func (r *Runner) Run(ctx context.Context) error {
 			case res := <-rounds:
 				inRounds--
 				short = r.roundDone(ctx, res)
+				if errors.Is(res.err, store.ErrFailed) {
+					failed = res.err
+				}
 			case <-r.done:
 			case <-ctx.Done():
 			}
@@ -722,6 +738,13 @@ func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 		var te *store.TransitionError
 		if errors.As(err, &te) {
 			r.cfg.Logger.Error("outcome refused by the state machine", "job", c.Job.ID, "err", err)
+			return
+		}
+		if errors.Is(err, store.ErrFailed) {
+			// No write will land again: the job stays as claimed, for
+			// recovery at the next start, and the runner stops at its next
+			// claim.
+			r.cfg.Logger.Error("writing outcome failed; the store takes no more writes, job left running for recovery", "job", c.Job.ID, "err", err)
 			return
 		}
 		r.cfg.Logger.Error("writing outcome failed; will try again", "job", c.Job.ID, "err", err, "in", wait)

@@ -57,6 +57,13 @@ var (
 	ErrNewerSchema = errors.New("store: database schema is newer than this idemrun")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store: closed")
+	// ErrFailed: a commit failed in a way that leaves the store's view of
+	// the file unlike the disk (its meta page was written but not synced),
+	// or the file was deleted or replaced while open. The store then takes
+	// no more writes: what it would acknowledge might not be durable, or
+	// might go to a file nobody will open. Stop, check the disk or the
+	// file, and open the store again.
+	ErrFailed = errors.New("store: failed; no more writes are taken")
 	// ErrNoDatabase: the file does not exist and Options.MustExist was set.
 	ErrNoDatabase = errors.New("store: no database file")
 )
@@ -152,6 +159,9 @@ type DB struct {
 	closeErr  error
 	mu        sync.RWMutex // guards closed against enqueueing ops
 	closed    bool
+	file      os.FileInfo           // the file bbolt holds, to notice a delete or replace
+	failed    atomic.Pointer[error] // set once by the writer: see ErrFailed
+	lastTx    int                   // id of the writer's last write transaction
 
 	commits   atomic.Uint64
 	committed atomic.Uint64 // operations acknowledged
@@ -263,7 +273,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		o.LockTimeout = max(time.Until(o.lockDeadline), 10*time.Millisecond)
 		return Open(path, &o)
 	}
-	db := &DB{path: path, bolt: bdb, opts: o}
+	db := &DB{path: path, bolt: bdb, opts: o, file: held}
 	if err := db.init(); err != nil {
 		bdb.Close()
 		return nil, err

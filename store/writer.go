@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -83,6 +84,9 @@ func (db *DB) write(fn func(tx *bolt.Tx) error) error {
 	if db.ops == nil {
 		return fmt.Errorf("store: %s was opened read-only", db.path)
 	}
+	if f := db.failed.Load(); f != nil {
+		return *f
+	}
 	o := &op{fn: fn, done: make(chan error, 1)}
 	db.mu.RLock()
 	if db.closed {
@@ -155,9 +159,19 @@ func (db *DB) writer() {
 // commit runs a batch in one transaction and acknowledges every operation
 // after the commit. If the transaction fails, each operation runs alone.
 func (db *DB) commit(batch []*op) {
+	if f := db.failed.Load(); f != nil {
+		for _, o := range batch {
+			o.done <- *f
+		}
+		return
+	}
 	results := make([]error, len(batch))
 	err := db.runBatch(batch, results)
 	if err == nil {
+		if ferr := db.checkFile(); ferr != nil {
+			db.fail(batch, ferr)
+			return
+		}
 		db.ack(batch, results)
 		return
 	}
@@ -167,21 +181,78 @@ func (db *DB) commit(batch []*op) {
 		}
 		return
 	}
+	if db.commitVisible() {
+		// The commit failed after bbolt wrote its meta page (the fsync
+		// that follows failed): the page cache, which bbolt reads through
+		// its map, now shows a transaction the disk may not hold. Re-run
+		// alone, an enqueue would find its own job "already stored" and be
+		// acknowledged with nothing durable; so nothing more is taken.
+		db.fail(batch, fmt.Errorf("%w: the commit of %s failed after its meta page was written (%v): what the store reads may not be on disk; check the disk, then open it again (run `idemrun check %s`)", ErrFailed, db.path, err, db.path))
+		return
+	}
 	if len(batch) == 1 {
 		batch[0].done <- unfatal(err)
 		return
 	}
-	for _, o := range batch {
+	// The commit failed before its meta page was written (an operation's
+	// fatal error, a refused commit, a file that could not grow): nothing
+	// of it is visible, so each operation runs alone.
+	for i, o := range batch {
 		res := make([]error, 1)
 		if err := db.runBatch([]*op{o}, res); err != nil {
 			if errors.Is(err, errRolledBack) {
 				o.done <- res[0]
 				continue
 			}
+			if db.commitVisible() {
+				db.fail(batch[i:], fmt.Errorf("%w: the commit of %s failed after its meta page was written (%v): what the store reads may not be on disk; check the disk, then open it again (run `idemrun check %s`)", ErrFailed, db.path, err, db.path))
+				return
+			}
 			o.done <- unfatal(err)
 			continue
 		}
+		if ferr := db.checkFile(); ferr != nil {
+			db.fail(batch[i:], ferr)
+			return
+		}
 		db.ack([]*op{o}, res)
+	}
+}
+
+// commitVisible reports whether the writer's last, failed transaction is
+// what bbolt now reads: its meta page reached the page cache.
+func (db *DB) commitVisible() bool {
+	visible := false
+	_ = db.view(func(tx *bolt.Tx) error {
+		visible = tx.ID() >= db.lastTx
+		return nil
+	})
+	return visible
+}
+
+// checkFile reports a file deleted or replaced since Open: a commit into
+// it is durable in a file nobody will open again, and a second store may
+// already be working the new one.
+func (db *DB) checkFile() error {
+	now, err := os.Stat(db.path)
+	if err == nil && os.SameFile(db.file, now) {
+		return nil
+	}
+	why := "deleted"
+	if err == nil {
+		why = "replaced by another file"
+	}
+	return fmt.Errorf("%w: %s was %s while open: the last commit went to the old file; stop, and open the file now at the path again", ErrFailed, db.path, why)
+}
+
+// fail puts the store in the failed state with err, answering batch and
+// every later write with it.
+func (db *DB) fail(batch []*op, err error) {
+	failed := err // published by address: never written again
+	db.failed.CompareAndSwap(nil, &failed)
+	first := *db.failed.Load()
+	for _, o := range batch {
+		o.done <- first
 	}
 }
 
@@ -205,6 +276,7 @@ func (db *DB) runBatch(batch []*op, results []error) (err error) {
 	}()
 	db.counts = counts{}
 	return db.update(func(tx *bolt.Tx) error {
+		db.lastTx = tx.ID()
 		wrote := false
 		for i, o := range batch {
 			err := o.fn(tx)
