@@ -52,21 +52,34 @@ func newFsyncRig(t *testing.T) *fsyncRig {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (tmpfs, loop device)")
 	}
-	if _, err := exec.LookPath("losetup"); err != nil {
-		t.Skip("no losetup")
+	for _, tool := range []string{"losetup", "mkfs.ext4", "mount", "filefrag", "fallocate"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip("no " + tool)
+		}
 	}
 	base := t.TempDir()
 	r := &fsyncRig{t: t, tdir: filepath.Join(base, "t"), mnt: filepath.Join(base, "m")}
 	os.Mkdir(r.tdir, 0o700)
 	os.Mkdir(r.mnt, 0o700)
-	sh(t, "mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", r.tdir)
+	// The rig is set up with setup, which skips the test when this
+	// machine cannot make it (no tmpfs mounts, no loop devices).
+	setup := func(name string, args ...string) string {
+		t.Helper()
+		out, err := exec.Command(name, args...).CombinedOutput()
+		if err != nil {
+			t.Skipf("cannot make a failing disk here: %s %v: %v %s", name, args, err, out)
+		}
+		return string(out)
+	}
+	setup("mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", r.tdir)
 	t.Cleanup(func() { exec.Command("umount", "-l", r.tdir).Run() })
 	r.img = filepath.Join(r.tdir, "img")
-	sh(t, "truncate", "-s", "64M", r.img)
-	sh(t, "mkfs.ext4", "-q", "-F", "-b", "4096", "-O", "^has_journal", "-E", "nodiscard,lazy_itable_init=1", r.img)
-	r.dev = strings.TrimSpace(sh(t, "losetup", "-f", "--show", r.img))
+	setup("truncate", "-s", "64M", r.img)
+	setup("mkfs.ext4", "-q", "-F", "-b", "4096", "-O", "^has_journal", "-E", "nodiscard,lazy_itable_init=1", r.img)
+	r.dev = strings.TrimSpace(setup("losetup", "-f", "--show", r.img))
 	t.Cleanup(func() { exec.Command("losetup", "-d", r.dev).Run() })
-	r.mount()
+	setup("mount", "-o", "errors=continue", r.dev, r.mnt)
+	t.Cleanup(func() { exec.Command("umount", "-l", r.mnt).Run() })
 	// Back every free block of the file system, so that later writes land
 	// in blocks the tmpfs already holds.
 	exec.Command("dd", "if=/dev/zero", "of="+filepath.Join(r.mnt, "pre"), "bs=1M").Run()
