@@ -125,17 +125,31 @@ func AdminHandler(svc Service, o AdminOptions) http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/resolve", a.steer("resolve"))
 	mux.HandleFunc("GET /v1/stats", a.stats)
 	mux.HandleFunc("GET /v1/backup", a.backup)
+	// GET patterns match HEAD too, and a HEAD of a backup would copy the
+	// whole file for nothing.
+	mux.HandleFunc("HEAD /v1/backup", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET")
+		writeErr(w, http.StatusMethodNotAllowed, CodeInvalid, "HEAD /v1/backup: use GET")
+	})
 	if o.Metrics != nil {
 		mux.Handle("GET /metrics", o.Metrics)
 	}
 	if o.Token == "" {
 		return mux
 	}
-	want := []byte("Bearer " + o.Token)
+	want := []byte(o.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		// The scheme is case-insensitive (RFC 9110 §11.1); the token is
+		// compared in constant time.
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="idemrun"`)
+			// Closed after the answer, without reading the rest of a
+			// declared body first (which a client could trickle for as
+			// long as it likes): a client without the token keeps no
+			// connection.
+			w.Header().Set("Connection", "close")
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 			writeErr(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token (--admin-token-file)")
 			return
 		}
@@ -188,7 +202,7 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return fmt.Errorf("%w: request body over %d bytes", ErrInvalid, limit)
+			return fmt.Errorf("%w: request body over %d bytes (%w)", ErrInvalid, limit, err)
 		}
 		return &InvalidError{Field: "request body", Value: "(JSON)", Accepted: "a complete request body (" + err.Error() + ")"}
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -88,13 +89,9 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		if *tokenFile == "" {
 			return usagef("run: --admin %s needs --admin-token-file: the admin API on TCP is refused without a bearer token", *adminAddr)
 		}
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			return &api.InvalidError{Field: "admin-token-file", Value: fmt.Sprintf("%q", *tokenFile), Accepted: "a readable file holding the token (" + err.Error() + ")"}
-		}
-		token = strings.TrimSpace(string(b))
-		if len(token) < 16 {
-			return &api.InvalidError{Field: "admin-token-file", Value: "(token)", Accepted: "a token of at least 16 characters"}
+		var err error
+		if token, err = readTokenFile(*tokenFile); err != nil {
+			return err
 		}
 	}
 
@@ -146,10 +143,13 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("admin api: listen %s: %w", *adminAddr, err)
 		}
-		srv := &http.Server{Handler: api.AdminHandler(client, api.AdminOptions{Token: token, Metrics: metrics.Handler()}), ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
+		srv := adminServer(api.AdminHandler(client, api.AdminOptions{Token: token, Metrics: metrics.Handler()}))
+		go func() { _ = srv.Serve(limitListener(ln, maxAdminConns)) }()
 		defer srv.Close()
 		logger.Info("admin api on tcp", "addr", ln.Addr().String())
+		if ta, ok := ln.Addr().(*net.TCPAddr); ok && !ta.IP.IsLoopback() {
+			logger.Warn("admin api listens beyond loopback over plain HTTP: its bearer token and backups (stored credentials included) cross the network unencrypted; put it behind TLS or bind 127.0.0.1", "addr", ln.Addr().String())
+		}
 	}
 	if *retention > 0 {
 		go sweepLoop(ctx, client, *retention, *keyRetention, logger)
@@ -193,7 +193,7 @@ func serveSocket(sock string, h http.Handler, logger *slog.Logger) (func(), erro
 		ln.Close()
 		return nil, fmt.Errorf("admin socket: chmod %s: %w", sock, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := adminServer(h)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("admin socket stopped", "err", err)
@@ -223,4 +223,81 @@ func sweepLoop(ctx context.Context, c *api.Client, retention, keyRetention time.
 		case <-t.C:
 		}
 	}
+}
+
+// readTokenFile reads the TCP admin API's bearer token: a file only its
+// owner may read (as ssh wants of a key), holding one token of at least 16
+// printable ASCII characters.
+func readTokenFile(path string) (string, error) {
+	bad := func(why string) error {
+		return &api.InvalidError{Field: "admin-token-file", Value: fmt.Sprintf("%q", path), Accepted: why}
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", bad("a readable file holding the token (" + err.Error() + ")")
+	}
+	// (Where files have no Unix modes, privateSockets is false.)
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 && privateSockets {
+		return "", bad(fmt.Sprintf("a file only its owner can read (it is mode %04o: chmod 600 %s)", perm, path))
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", bad("a readable file holding the token (" + err.Error() + ")")
+	}
+	token := strings.TrimSpace(string(b))
+	for i := 0; i < len(token); i++ {
+		if c := token[i]; c < 0x21 || c > 0x7e {
+			return "", bad("one token of printable ASCII, no spaces or line breaks inside (an HTTP header cannot carry them)")
+		}
+	}
+	if len(token) < 16 {
+		return "", bad("a token of at least 16 characters")
+	}
+	return token, nil
+}
+
+// maxAdminConns bounds the TCP admin API's connections: a client that
+// opens many and sends nothing must not take the descriptors the runner's
+// own connections need.
+const maxAdminConns = 64
+
+// adminServer serves the admin API with time limits on every phase: a
+// request's head (10 s), the whole request (2 min, room for a 64 MiB batch),
+// and an idle connection (1 min).
+func adminServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute,
+		IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10}
+}
+
+// limitListener accepts at most n connections at a time; the next waits
+// until one closes.
+func limitListener(ln net.Listener, n int) net.Listener {
+	return &limitedListener{Listener: ln, slots: make(chan struct{}, n)}
+}
+
+type limitedListener struct {
+	net.Listener
+	slots chan struct{}
+}
+
+func (l *limitedListener) Accept() (net.Conn, error) {
+	l.slots <- struct{}{}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }
