@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
 	"sync"
@@ -187,7 +188,7 @@ func (db *DB) commit(batch []*op) {
 		// its map, now shows a transaction the disk may not hold. Re-run
 		// alone, an enqueue would find its own job "already stored" and be
 		// acknowledged with nothing durable; so nothing more is taken.
-		db.fail(batch, fmt.Errorf("%w: the commit of %s failed after its meta page was written (%v): what the store reads may not be on disk; check the disk, then open it again (run `idemrun check %s`)", ErrFailed, db.path, err, db.path))
+		db.fail(batch, db.metaWritten(err))
 		return
 	}
 	if len(batch) == 1 {
@@ -205,7 +206,7 @@ func (db *DB) commit(batch []*op) {
 				continue
 			}
 			if db.commitVisible() {
-				db.fail(batch[i:], fmt.Errorf("%w: the commit of %s failed after its meta page was written (%v): what the store reads may not be on disk; check the disk, then open it again (run `idemrun check %s`)", ErrFailed, db.path, err, db.path))
+				db.fail(batch[i:], db.metaWritten(err))
 				return
 			}
 			o.done <- unfatal(err)
@@ -230,13 +231,19 @@ func (db *DB) commitVisible() bool {
 	return visible
 }
 
+// metaWritten is the ErrFailed of a commit that failed with err after its
+// meta page was written.
+func (db *DB) metaWritten(err error) error {
+	return fmt.Errorf("%w: the commit of %s failed after its meta page was written (%v): what the store reads may not be on disk; check the disk, then open it again (run `idemrun check %s`)", ErrFailed, db.path, err, db.path)
+}
+
 // checkFile reports a file deleted or replaced since Open: a commit into
 // it is durable in a file nobody will open again, and a second store may
 // already be working the new one.
 func (db *DB) checkFile() error {
 	now, err := os.Stat(db.path)
-	if err == nil && os.SameFile(db.file, now) {
-		return nil
+	if err == nil && os.SameFile(db.file, now) || err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil // the same file, or one that cannot be looked at now
 	}
 	why := "deleted"
 	if err == nil {

@@ -228,13 +228,13 @@ func (m *Main) printJSON(v any) error {
 // openService opens the database file, or, when a runner holds it, the
 // runner's admin socket beside it. create says whether a missing file may
 // be created (only enqueue creates).
-// sendOnce runs the write fn on *svc. When the write reached a runner that
+// sendAgainIfUnknown runs the write fn on *svc. When the write reached a runner that
 // gave no answer (killed or restarted mid-request), it may or may not have
 // been done: fn runs once more on a service opened anew (the runner's
 // successor, or the file itself), which is safe because every job fn
 // enqueues carries its key from the first try; the jobs the first try
 // stored come back as existing.
-func sendOnce[T any](m *Main, path string, svc *api.Service, fn func(api.Service) (T, error)) (T, error) {
+func sendAgainIfUnknown[T any](m *Main, path string, svc *api.Service, fn func(api.Service) (T, error)) (T, error) {
 	res, err := fn(*svc)
 	if !errors.Is(err, api.ErrOutcomeUnknown) {
 		return res, err

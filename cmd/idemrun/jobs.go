@@ -133,7 +133,7 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 			svc.Close()
 		}
 	}()
-	res, err := sendOnce(m, path, &svc, func(s api.Service) (api.EnqueueResult, error) { return s.Enqueue(ctx, req, o) })
+	res, err := sendAgainIfUnknown(m, path, &svc, func(s api.Service) (api.EnqueueResult, error) { return s.Enqueue(ctx, req, o) })
 	if errors.Is(err, api.ErrOutcomeUnknown) {
 		return fmt.Errorf("%w; the job's key is %s: enqueue the same request again with --key %s", err, o.Key, o.Key)
 	}
@@ -428,7 +428,7 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 			svc.Close()
 		}
 	}()
-	res, err := sendOnce(m, path, &svc, func(s api.Service) ([]api.ManyResult, error) { return s.EnqueueMany(ctx, items) })
+	res, err := sendAgainIfUnknown(m, path, &svc, func(s api.Service) ([]api.ManyResult, error) { return s.EnqueueMany(ctx, items) })
 	if errors.Is(err, api.ErrOutcomeUnknown) {
 		// Name every key: lines that had none got theirs here, and only
 		// these keys make a re-run safe.
