@@ -160,6 +160,7 @@ type DB struct {
 	mu        sync.RWMutex // guards closed against enqueueing ops
 	closed    bool
 	file      os.FileInfo           // the file bbolt holds, to notice a delete or replace
+	absPath   string                // path made absolute at Open, whatever the cwd later
 	failed    atomic.Pointer[error] // set once by the writer: see ErrFailed
 	lastTx    int                   // id of the writer's last write transaction
 
@@ -273,10 +274,23 @@ func Open(path string, opts *Options) (*DB, error) {
 		o.LockTimeout = max(time.Until(o.lockDeadline), 10*time.Millisecond)
 		return Open(path, &o)
 	}
-	db := &DB{path: path, bolt: bdb, opts: o, file: held}
+	abs, aerr := filepath.Abs(path)
+	if aerr != nil {
+		abs = path
+	}
+	db := &DB{path: path, absPath: abs, bolt: bdb, opts: o, file: held}
 	if err := db.init(); err != nil {
 		bdb.Close()
 		return nil, err
+	}
+	if !o.ReadOnly {
+		// The file's directory entry is durable only once its directory
+		// is synced: a new file's, and one laid out by a process killed
+		// before it synced. A sync of a directory costs one fsync, once.
+		if err := syncDir(filepath.Dir(abs)); err != nil {
+			bdb.Close()
+			return nil, fmt.Errorf("store: open %s: syncing its directory: %w", path, err)
+		}
 	}
 	if !o.ReadOnly {
 		db.ops = make(chan *op, 4*o.MaxBatch)
@@ -288,7 +302,7 @@ func Open(path string, opts *Options) (*DB, error) {
 }
 
 // init checks the file's meta bucket, or lays out a new file.
-func (db *DB) init() (err error) {
+func (db *DB) init() error {
 	check := func(tx *bolt.Tx) (fresh bool, err error) {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
@@ -317,7 +331,7 @@ func (db *DB) init() (err error) {
 		return false, nil
 	}
 	var fresh bool
-	err = db.view(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		var err error
 		fresh, err = check(tx)
 		return err
@@ -342,16 +356,6 @@ func (db *DB) init() (err error) {
 		// or an admin command leaves an empty file as it found it.
 		return fmt.Errorf("%w: %s is an empty bbolt file, not yet an idemrun database (enqueue a job to lay it out)", ErrNotDatabase, db.path)
 	}
-	defer func() {
-		// A file laid out here is durable only once its directory
-		// entry is: until then a power loss could take the file, and
-		// every job acknowledged in it, away.
-		if err == nil {
-			if serr := syncDir(filepath.Dir(db.path)); serr != nil {
-				err = fmt.Errorf("store: open %s: syncing its directory: %w", db.path, serr)
-			}
-		}
-	}()
 	return db.update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
@@ -570,53 +574,64 @@ func jobRecordsIn(path string, pageSize int) int {
 		return 0
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	size, ps := fi.Size(), int64(pageSize)
 	const leafFlag, bucketFlag = 0x02, 0x01
 	n := 0
-	buf := make([]byte, pageSize)
-	for off := int64(2 * pageSize); ; {
-		if _, err := f.ReadAt(buf[:pageSize], off); err != nil {
+	buf := make([]byte, ps)
+	for off := 2 * ps; off+ps <= size; {
+		if _, err := f.ReadAt(buf[:ps], off); err != nil {
 			return n
 		}
-		flags := binary.LittleEndian.Uint16(buf[8:10])
-		count := int(binary.LittleEndian.Uint16(buf[10:12]))
-		overflow := int64(binary.LittleEndian.Uint32(buf[12:16]))
-		span := int64(pageSize) * (1 + min(overflow, 1<<16))
-		if flags&leafFlag != 0 && span > int64(pageSize) {
-			if int64(cap(buf)) < span {
-				buf = make([]byte, span)
+		step := ps
+		if binary.LittleEndian.Uint16(buf[8:10])&leafFlag != 0 {
+			count := int64(binary.LittleEndian.Uint16(buf[10:12]))
+			span := ps * (1 + int64(binary.LittleEndian.Uint32(buf[12:16])))
+			if off+span > size {
+				span = ps // a damaged header: read the page alone, go on
 			}
-			buf = buf[:span]
-			if _, err := f.ReadAt(buf, off); err != nil {
-				return n
-			}
-		}
-		if flags&leafFlag != 0 {
-			page := buf[:min(span, int64(len(buf)))]
-			for i := 0; i < count; i++ {
-				e := 16 + 16*i
-				if e+16 > len(page) {
-					break
-				}
-				eflags := binary.LittleEndian.Uint32(page[e:])
-				pos := int(binary.LittleEndian.Uint32(page[e+4:]))
-				ksize := int(binary.LittleEndian.Uint32(page[e+8:]))
-				vsize := int(binary.LittleEndian.Uint32(page[e+12:]))
-				k := e + pos
-				if eflags&bucketFlag != 0 || ksize != 16 || k < 0 || k+ksize+vsize > len(page) || vsize < 0 {
-					continue
-				}
-				if _, ok := parseHead(page[k+ksize : k+ksize+vsize]); ok {
-					n++
+			page := buf[:ps]
+			if span > ps {
+				page = make([]byte, span)
+				if _, err := f.ReadAt(page, off); err != nil {
+					page = buf[:ps]
 				}
 			}
+			n += jobRecordsOnLeaf(page, count, bucketFlag)
+			step = span
 		}
-		if flags&leafFlag != 0 {
-			off += span
-		} else {
-			off += int64(pageSize)
-		}
-		buf = buf[:pageSize]
+		off += step
 	}
+	return n
+}
+
+// jobRecordsOnLeaf counts the elements of a leaf page that look like job
+// records: not a bucket, a 16-byte key, a value with a record head. All
+// offsets are checked in int64, so no header can point outside page.
+func jobRecordsOnLeaf(page []byte, count int64, bucketFlag uint32) int {
+	n := 0
+	size := int64(len(page))
+	for i := int64(0); i < count; i++ {
+		e := 16 + 16*i
+		if e+16 > size {
+			break
+		}
+		eflags := binary.LittleEndian.Uint32(page[e:])
+		pos := int64(binary.LittleEndian.Uint32(page[e+4:]))
+		ksize := int64(binary.LittleEndian.Uint32(page[e+8:]))
+		vsize := int64(binary.LittleEndian.Uint32(page[e+12:]))
+		k := e + pos
+		if eflags&bucketFlag != 0 || ksize != 16 || k+ksize+vsize > size {
+			continue
+		}
+		if _, ok := parseHead(page[k+ksize : k+ksize+vsize]); ok {
+			n++
+		}
+	}
+	return n
 }
 
 // checkTruncated refuses a file shorter than its bbolt meta pages say. bbolt

@@ -177,6 +177,12 @@ func (db *DB) commit(batch []*op) {
 		return
 	}
 	if errors.Is(err, errRolledBack) {
+		// Nothing written: each answer rests on an earlier commit, which
+		// holds only while the file is still the one at the path.
+		if ferr := db.checkFile(); ferr != nil {
+			db.fail(batch, ferr)
+			return
+		}
 		for i, o := range batch {
 			o.done <- results[i]
 		}
@@ -202,6 +208,10 @@ func (db *DB) commit(batch []*op) {
 		res := make([]error, 1)
 		if err := db.runBatch([]*op{o}, res); err != nil {
 			if errors.Is(err, errRolledBack) {
+				if ferr := db.checkFile(); ferr != nil {
+					db.fail(batch[i:], ferr)
+					return
+				}
 				o.done <- res[0]
 				continue
 			}
@@ -241,7 +251,7 @@ func (db *DB) metaWritten(err error) error {
 // it is durable in a file nobody will open again, and a second store may
 // already be working the new one.
 func (db *DB) checkFile() error {
-	now, err := os.Stat(db.path)
+	now, err := os.Stat(db.absPath)
 	if err == nil && os.SameFile(db.file, now) || err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil // the same file, or one that cannot be looked at now
 	}
