@@ -60,8 +60,8 @@ func TestJobRecordsInBoundedAlloc(t *testing.T) {
 // (Open has no recover around this scan): offsets are checked in int64.
 func TestJobRecordsInNoWrap(t *testing.T) {
 	p := leafPage(1, 0)
-	binary.LittleEndian.PutUint32(p[16+4:], 0x7FFFFF00) // pos
-	binary.LittleEndian.PutUint32(p[16+8:], 16)         // ksize
+	binary.LittleEndian.PutUint32(p[16+4:], 0x7FFFFF00)  // pos
+	binary.LittleEndian.PutUint32(p[16+8:], 16)          // ksize
 	binary.LittleEndian.PutUint32(p[16+12:], 0x10000000) // vsize
 	path := emptyBolt(t, p)
 	t.Logf("jobRecordsIn = %d", jobRecordsIn(path, 4096))
