@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -252,6 +253,18 @@ type Runner struct {
 	// claiming holds ids a claim round has read and not yet committed, so
 	// overlapping rounds skip them.
 	claiming sync.Map
+	// failed holds the first store.ErrFailed a write met: Run stops with it.
+	failed atomic.Pointer[error]
+}
+
+// noteFailed records err when it is store.ErrFailed and reports whether
+// it was.
+func (r *Runner) noteFailed(err error) bool {
+	if !errors.Is(err, store.ErrFailed) {
+		return false
+	}
+	r.failed.CompareAndSwap(nil, &err)
+	return true
 }
 
 // New returns a Runner over s.
@@ -382,6 +395,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	short := false   // the last round found less due work than it asked for
 	var failed error // the store takes no more writes (store.ErrFailed)
 	for {
+		if f := r.failed.Load(); failed == nil && f != nil {
+			failed = *f
+		}
 		if failed != nil {
 			// Nothing more can be claimed or recorded: the jobs in
 			// flight end as a shutdown ends them, and Run reports why.
@@ -404,9 +420,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			case res := <-rounds:
 				inRounds--
 				short = r.roundDone(ctx, res)
-				if errors.Is(res.err, store.ErrFailed) {
-					failed = res.err
-				}
+				r.noteFailed(res.err)
 			default:
 				break collect
 			}
@@ -439,9 +453,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			case res := <-rounds:
 				inRounds--
 				short = r.roundDone(ctx, res)
-				if errors.Is(res.err, store.ErrFailed) {
-					failed = res.err
-				}
+				r.noteFailed(res.err)
 			case <-r.done:
 			case <-ctx.Done():
 			}
@@ -740,10 +752,10 @@ func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 			r.cfg.Logger.Error("outcome refused by the state machine", "job", c.Job.ID, "err", err)
 			return
 		}
-		if errors.Is(err, store.ErrFailed) {
+		if r.noteFailed(err) {
 			// No write will land again: the job stays as claimed, for
-			// recovery at the next start, and the runner stops at its next
-			// claim.
+			// recovery at the next start, and Run stops when this worker
+			// is done.
 			r.cfg.Logger.Error("writing outcome failed; the store takes no more writes, job left running for recovery", "job", c.Job.ID, "err", err)
 			return
 		}

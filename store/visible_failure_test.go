@@ -15,7 +15,6 @@ import (
 // Batches that fail at page allocation (MaxSize), or are refused by the
 // commit hook, or hold a caller panic, are not misread as visible failures.
 func TestNormalFailuresDoNotFailStore(t *testing.T) {
-	var refuse sync.Map
 	n := 0
 	var mu sync.Mutex
 	hook := func(ops int) error {
@@ -27,7 +26,6 @@ func TestNormalFailuresDoNotFailStore(t *testing.T) {
 		}
 		return nil
 	}
-	_ = refuse
 	db, _ := newDB(t, &store.Options{MaxSize: 1 << 20, CommitLinger: 5 * time.Millisecond, CommitHook: hook})
 	now := storetest.T0()
 	var wg sync.WaitGroup

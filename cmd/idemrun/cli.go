@@ -247,7 +247,13 @@ func sendAgainIfUnknown[T any](m *Main, path string, svc *api.Service, fn func(a
 		return res, fmt.Errorf("%w; and reopening %s failed (%v): check with `idemrun list` or `idemrun show KEY` before enqueueing again", err, path, oerr)
 	}
 	*svc = again
-	return fn(again)
+	res2, err2 := fn(again)
+	if err2 != nil && !errors.Is(err2, api.ErrOutcomeUnknown) {
+		// A definite refusal of the second try says nothing of the first,
+		// which may have been done: the outcome stays unknown.
+		return res2, fmt.Errorf("%w; sent again: %v", err, err2)
+	}
+	return res2, err2
 }
 
 func (m *Main) openService(path string, create bool) (api.Service, error) {

@@ -272,22 +272,35 @@ func adminServer(h http.Handler) *http.Server {
 // limitListener accepts at most n connections at a time; the next waits
 // until one closes.
 func limitListener(ln net.Listener, n int) net.Listener {
-	return &limitedListener{Listener: ln, slots: make(chan struct{}, n)}
+	return &limitedListener{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{})}
 }
 
 type limitedListener struct {
 	net.Listener
-	slots chan struct{}
+	slots     chan struct{}
+	done      chan struct{} // closed by Close: an Accept waiting for a slot returns
+	closeOnce sync.Once
 }
 
 func (l *limitedListener) Accept() (net.Conn, error) {
-	l.slots <- struct{}{}
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		// http.Server.Close closes the listener and waits for Serve to
+		// return before it closes the connections that hold the slots.
+		return nil, net.ErrClosed
+	}
 	c, err := l.Listener.Accept()
 	if err != nil {
 		<-l.slots
 		return nil, err
 	}
 	return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+func (l *limitedListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
 }
 
 type limitedConn struct {
