@@ -8,7 +8,7 @@ import (
 )
 
 // An explicit "key_format": "" in a --from line is refused (exit 2), as
-// --key-format ” is, not taken as the default.
+// an empty --key-format is, not taken as the default.
 func TestFromEmptyKeyFormatRefused(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

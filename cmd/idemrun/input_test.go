@@ -176,8 +176,8 @@ func TestShowEscapesControlCharacters(t *testing.T) {
 }
 
 // A field a --from line gives with an empty or zero value is refused, as
-// the flags refuse --key ”, --max-attempts 0 or --deadline 0; so is
-// --method ”. Leaving a field out takes the default.
+// the flags refuse an empty --key, --max-attempts 0 or --deadline 0; so is
+// an empty --method. Leaving a field out takes the default.
 func TestExplicitEmptyValuesRefused(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

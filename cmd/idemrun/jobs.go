@@ -300,7 +300,7 @@ func parseJSONLine(text string, line int) (jsonLine, error) {
 }
 
 // checkGiven refuses a field the line gives with an empty or zero value,
-// as the flags refuse --key ”, --max-attempts 0 or --deadline 0: to get
+// as the flags refuse an empty --key, --max-attempts 0 or --deadline 0: to get
 // the default, a line leaves the field out.
 func (jl jsonLine) checkGiven(line int) error {
 	bad := func(name, value, accepted string) error {
