@@ -60,6 +60,10 @@ type Verdict struct {
 	// or status query). It is true for every no_effect and in_progress
 	// answer and for 503, and false for transport errors (no response).
 	RetryAfterHonored bool
+	// ReplayOfUnknown reports a no_effect that was unknown and is retried
+	// only because the request is replay-safe: repeating it does no harm,
+	// but the attempt may still have taken effect.
+	ReplayOfUnknown bool
 }
 
 // ClassifyRules loosens the safe default classification for one job. The
@@ -107,6 +111,7 @@ func ClassifyResponse(status int, rules ClassifyRules) Verdict {
 		v.Class = ClassNoEffect
 		v.Reason = classifyStatus(status) + " from target: replay-safe request, retrying"
 		v.RetryAfterHonored = true
+		v.ReplayOfUnknown = true
 	}
 	return v
 }
@@ -167,6 +172,7 @@ func ClassifyError(err error, p Progress, shuttingDown bool, rules ClassifyRules
 	if v.Class == ClassUnknown && rules.ReplaySafe {
 		v.Class = ClassNoEffect
 		v.Reason += " (replay-safe request, retrying)"
+		v.ReplayOfUnknown = true
 	}
 	return v
 }

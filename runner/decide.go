@@ -27,9 +27,9 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 		r.cfg.Logger.Info("deadline passed; not sent", "job", j.ID, "attempt", j.Attempts)
 		return
 	}
-	if j.MayHaveEffect && !r.canQuery(j) {
+	if j.MayHaveEffect && !r.canQuery(j) && !replaySafe(j) {
 		// This send is a replay that relies on the target deduplicating the
-		// key. It was scheduled inside the key TTL window, but a restart or
+		// key (a replay-safe request relies on nothing). It was scheduled inside the key TTL window, but a restart or
 		// a backlog may have delayed it past the window: check again now.
 		if window := r.keyTTLWindow(j); j.KeyTTL > 0 && !now.Before(window) {
 			r.write(s, c, func(j *store.Job) error {
@@ -136,11 +136,17 @@ func firstNonEmpty(a, b string) string {
 }
 
 func replaySafe(j *store.Job) bool {
-	switch j.Request.Method {
+	return safeMethod(j.Request.Method) || j.ReplaySafe
+}
+
+// safeMethod reports the methods that have no effect by definition (RFC
+// 9110 §9.2.1): an attempt of them that may have arrived changed nothing.
+func safeMethod(m string) bool {
+	switch m {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return true
 	}
-	return j.ReplaySafe
+	return false
 }
 
 func closeAttempt(j *store.Job, now time.Time, class Class, status int, msg string) {
@@ -177,6 +183,11 @@ func (r *Runner) decideAfterAttempt(j *store.Job, v Verdict, res sendResult, now
 		r.stop(j, now, "permanent: "+j.LastError)
 		return string(j.State)
 	case ClassNoEffect:
+		if v.ReplayOfUnknown && !safeMethod(j.Request.Method) {
+			// Repeating is harmless, but this attempt may have taken
+			// effect: the job can no longer be canceled, nor end failed.
+			j.MayHaveEffect = true
+		}
 		return r.retryLater(j, v, res, now)
 	case ClassInProgress:
 		// 409: a request with this key is in progress at the target. It
@@ -372,9 +383,10 @@ func (r *Runner) resolveUnknown(ctx context.Context, s *slot, c store.Claim) {
 	if !r.canQuery(j) {
 		r.write(s, c, func(j *store.Job) error {
 			if replaySafe(j) {
-				// Safe to repeat: an unknown outcome is no effect (as
-				// ClassifyError treats it), also after a crash.
-				j.MayHaveEffect = false
+				// Safe to repeat, also after a crash. A declared
+				// replay-safe request that may have arrived may still
+				// have taken effect: it stays so (no cancel, no failed).
+				j.MayHaveEffect = !safeMethod(j.Request.Method)
 				j.UnknownSince = time.Time{}
 				r.retryLater(j, Verdict{Class: ClassNoEffect}, sendResult{}, now)
 				return nil
