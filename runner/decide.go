@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemrun/idemrun/statusquery"
 	"github.com/idemrun/idemrun/store"
@@ -49,7 +50,7 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 			// sent, so the attempt had no effect and is classified so.
 			checkErr = fmt.Errorf("not sent: %w", err)
 		} else if err != nil {
-			msg := r.cfg.Redact(j, err.Error())
+			msg := r.errText(j, err)
 			r.write(s, c, func(j *store.Job) error {
 				closeAttempt(j, now, ClassPermanent, 0, "not sent: "+msg)
 				j.LastError, j.LastClass = msg, string(ClassPermanent)
@@ -86,9 +87,10 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 			v.Reason = fmt.Sprintf("%s (attempt timeout %s)", v.Reason, timeout)
 		}
 	}
+	v.Reason = boundText(v.Reason)
 	errText := ""
 	if res.err != nil {
-		errText = r.cfg.Redact(j, res.err.Error())
+		errText = r.errText(j, res.err)
 	}
 	end := res.end
 	var delayNote string
@@ -133,6 +135,34 @@ func firstNonEmpty(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// maxStoredText bounds each error, reason and detail text a job records:
+// a server can make net/http quote a 10 MiB response head into an error,
+// and a job keeps up to MaxHistory events (P5).
+const maxStoredText = 2 << 10
+
+// errText is err's text as a job records it: redacted, then bounded. The
+// text is cut to a generous size before redaction only to bound its cost.
+func (r *Runner) errText(j *store.Job, err error) string {
+	text := err.Error()
+	if len(text) > 64*maxStoredText {
+		text = text[:64*maxStoredText]
+	}
+	return boundText(r.cfg.Redact(j, text))
+}
+
+// boundText cuts s to maxStoredText bytes on a character boundary, saying
+// how much was cut.
+func boundText(s string) string {
+	if len(s) <= maxStoredText {
+		return s
+	}
+	cut := maxStoredText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes cut)", len(s)-cut)
 }
 
 func replaySafe(j *store.Job) bool {
@@ -406,7 +436,7 @@ func (r *Runner) resolveUnknown(ctx context.Context, s *slot, c store.Claim) {
 	}
 	var ans statusquery.Answer
 	if err := r.checkQuery(ctx, j); err != nil {
-		ans = statusquery.Answer{Outcome: statusquery.NoAnswer, Detail: "not sent: " + r.cfg.Redact(j, err.Error()), Err: err}
+		ans = statusquery.Answer{Outcome: statusquery.NoAnswer, Detail: "not sent: " + r.errText(j, err), Err: err}
 	} else {
 		q := statusquery.Query{JobID: j.ID, Key: j.Key, JobMethod: j.Request.Method, JobURL: j.Request.URL,
 			JobHeader: j.Request.HTTPHeader(), Template: j.StatusURL}
@@ -420,8 +450,9 @@ func (r *Runner) resolveUnknown(ctx context.Context, s *slot, c store.Claim) {
 	end := r.cfg.Now()
 	errText := ""
 	if ans.Err != nil {
-		errText = r.cfg.Redact(j, ans.Err.Error())
+		errText = r.errText(j, ans.Err)
 	}
+	ans.Detail = boundText(ans.Detail)
 	var note string
 	r.write(s, c, func(j *store.Job) error {
 		j.AddEvent(store.Event{Kind: store.EventStatusQuery, N: j.StatusQueries, Start: now, End: end,

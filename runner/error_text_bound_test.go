@@ -1,0 +1,57 @@
+package runner_test
+
+import (
+	"bufio"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemrun/idemrun/store"
+)
+
+// A target's malformed status line is quoted into the attempt's error,
+// which is stored twice (history event and last_error): each copy is cut to
+// a few KiB, so one answer cannot grow the job record by megabytes (the
+// history is bounded in events and in bytes).
+func TestErrorTextStoredBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn) {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for { // read the request head
+					l, err := br.ReadString('\n')
+					if err != nil || l == "\r\n" {
+						break
+					}
+				}
+				_, _ = br.Discard(br.Buffered())
+				_, _ = c.Write([]byte("HTTP/1.1" + strings.Repeat("\x01", 4<<20) + "\r\n\r\n"))
+				time.Sleep(50 * time.Millisecond)
+			}(c)
+		}
+	}()
+	db := openStore(t)
+	j := newJob("http://"+ln.Addr().String(), func(j *store.Job) { j.MaxAttempts = 3; j.KeyTTL = time.Hour })
+	enqueue(t, db, j)
+	runIdle(t, db, testConfig(t))
+	got := getJob(t, db, j.ID)
+	total := len(got.LastError)
+	for _, e := range got.History {
+		total += len(e.Error) + len(e.Detail)
+	}
+	t.Logf("state %s attempts %d; error text stored: %d bytes (last_error %d)", got.State, got.Attempts, total, len(got.LastError))
+	if total > 1<<20 {
+		t.Fatalf("job record holds %d bytes of error text from %d answers", total, got.Attempts)
+	}
+}
