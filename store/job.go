@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -223,10 +224,31 @@ func (j *Job) AttemptsLeft() int {
 // AddEvent appends e to the history, keeping it within MaxHistory.
 func (j *Job) AddEvent(e Event) {
 	j.History = append(j.History, e)
-	if over := len(j.History) - MaxHistory; over > 0 {
-		const keep = 10
-		j.History = append(j.History[:keep], j.History[keep+over:]...)
-		j.HistoryDropped += over
+	over := len(j.History) - MaxHistory
+	if over <= 0 {
+		return
+	}
+	// The first events stay (how the job began), and so do the latest.
+	// Between them, attempts and status queries go first, then recovery
+	// events, and a person's actions (cancel, retry, resolve, who and why)
+	// only when nothing else is left to drop.
+	const keep = 10
+	for _, droppable := range [][]EventKind{{EventAttempt, EventStatusQuery}, {EventRecovery}, nil} {
+		if over == 0 {
+			break
+		}
+		kept := j.History[:keep]
+		for i := keep; i < len(j.History); i++ {
+			ev := j.History[i]
+			last := i == len(j.History)-1
+			if over > 0 && !last && (droppable == nil || slices.Contains(droppable, ev.Kind)) {
+				over--
+				j.HistoryDropped++
+				continue
+			}
+			kept = append(kept, ev)
+		}
+		j.History = kept
 	}
 }
 

@@ -719,7 +719,7 @@ func renderJob(w io.Writer, j *api.Job) error {
 	}
 	fmt.Fprintln(w, "\nhistory:")
 	if j.HistoryDropped > 0 {
-		fmt.Fprintf(w, "  (%d older events dropped)\n", j.HistoryDropped)
+		fmt.Fprintf(w, "  (%d events dropped after the first ones: attempts and status queries first, a person's actions last)\n", j.HistoryDropped)
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  WHEN\tWHAT\tTOOK\tRESULT\tDETAIL\tNEXT")
