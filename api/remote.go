@@ -328,6 +328,9 @@ func (r *Remote) Get(ctx context.Context, idOrKey string) (*Job, error) {
 
 // List returns a page of jobs.
 func (r *Remote) List(ctx context.Context, f ListFilter) (ListPage, error) {
+	if f.Limit < 0 {
+		return ListPage{}, invalid("limit", strconv.Itoa(f.Limit), fmt.Sprintf("an integer from 1 to %d", store.MaxListLimit))
+	}
 	q := url.Values{}
 	for _, s := range f.States {
 		q.Add("state", string(s))

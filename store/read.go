@@ -104,7 +104,7 @@ func (db *DB) List(f ListFilter) (ListPage, error) {
 		}
 		// States in the order given; the cursor names the state it stopped in.
 		started := cur == nil
-		for _, s := range f.States {
+		for si, s := range f.States {
 			sb := stateByte[s]
 			if sb == 0 {
 				return fmt.Errorf("store: unknown state %q", s)
@@ -130,15 +130,30 @@ func (db *DB) List(f ListFilter) (ListPage, error) {
 				return nil
 			}
 			if len(page.Jobs) >= f.Limit {
-				// The page is full exactly at a state's end: the next page
-				// starts after this entry and moves on to the next state.
-				page.Next = hex.EncodeToString(indexKeyOf(page.Jobs[len(page.Jobs)-1]))
+				// The page is full exactly at a state's end: a next page,
+				// starting after this entry in the next states, only when
+				// one of them holds a job.
+				if anyIndexed(b.index, f.States[si+1:]) {
+					page.Next = hex.EncodeToString(indexKeyOf(page.Jobs[len(page.Jobs)-1]))
+				}
 				return nil
 			}
 		}
 		return nil
 	})
 	return page, err
+}
+
+// anyIndexed reports whether any of the states has an index entry.
+func anyIndexed(index *bolt.Bucket, states []State) bool {
+	c := index.Cursor()
+	for _, s := range states {
+		sb := stateByte[s]
+		if k, _ := c.Seek([]byte{sb}); k != nil && k[0] == sb {
+			return true
+		}
+	}
+	return false
 }
 
 // listOldest walks each state's index forwards, in the order of f.States,
