@@ -203,6 +203,9 @@ func classifyTransport(err error, p Progress, shuttingDown bool) Verdict {
 	if reason, ok := classifyHTTP2Refused(own); ok {
 		return Verdict{Class: ClassNoEffect, Reason: reason}
 	}
+	if reason, ok := classifyHandshakeAlert(err, p); ok {
+		return Verdict{Class: ClassNoEffect, Reason: reason}
+	}
 	if strings.HasPrefix(own, `failed to parse Location header ""`) {
 		// http.Client (and the direct Doer, which answers as it does)
 		// reports a 301/302/303 whose Location does not parse as an
@@ -211,6 +214,35 @@ func classifyTransport(err error, p Progress, shuttingDown bool) Verdict {
 		return Verdict{Class: ClassPermanent, Reason: "redirect not followed (3xx; its Location header does not parse)"}
 	}
 	return Verdict{Class: ClassUnknown, Reason: classifyAfterSend(err, own, p, shuttingDown)}
+}
+
+// handshakeAlerts are the TLS alerts a server sends about the handshake
+// itself (crypto/tls's own texts for them, not the server's words).
+var handshakeAlerts = []string{
+	"tls: certificate required", "tls: bad certificate", "tls: unknown certificate authority",
+	"tls: unknown certificate", "tls: expired certificate", "tls: revoked certificate",
+	"tls: unsupported certificate", "tls: handshake failure", "tls: access denied", "tls: error decrypting message",
+}
+
+// classifyHandshakeAlert recognises a TLS 1.3 server refusing the client's
+// handshake (its certificate, most often) after the client has already
+// written the request: in TLS 1.3 the client finishes first and sends at
+// once, and the server's alert arrives on the first read. The server
+// checks the client's handshake before it decrypts any application data,
+// so on a fresh connection with no byte of an answer the request was never
+// read: no effect (DESIGN §3, "TLS handshake failure").
+func classifyHandshakeAlert(err error, p Progress) (string, bool) {
+	if p.Reused || p.GotFirstByte {
+		return "", false
+	}
+	oe, ok := errors.AsType[*net.OpError](err)
+	if !ok || oe.Op != "remote error" || oe.Err == nil {
+		return "", false
+	}
+	if slices.Contains(handshakeAlerts, oe.Err.Error()) {
+		return "tls handshake failed: the server refused the client's handshake (" + oe.Err.Error() + "); request not read", true
+	}
+	return "", false
 }
 
 // classifyErrorText is err's message with *url.Error layers peeled off: their
