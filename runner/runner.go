@@ -144,7 +144,9 @@ type Config struct {
 	// before anything is sent. The host allowlist uses it so a name that
 	// resolves to a forbidden address at dial time, not only when
 	// CheckSend looked, is refused. It also goes to an HTTPChecker given
-	// without a Doer or DialControl of its own. Nil means none.
+	// without a Doer or DialControl of its own. Nil means none. Through a
+	// proxy (HTTP_PROXY, HTTPS_PROXY) it sees the proxy's address only, not
+	// the target's: CheckSend's lookup is then the only check of the target.
 	DialControl func(network, address string, c syscall.RawConn) error
 }
 
