@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime/pprof"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/idemrun/idemrun/api"
@@ -12,6 +14,10 @@ import (
 )
 
 func (m *Main) bench(ctx context.Context, args []string) error {
+	// An interrupt ends the run through its context, so the scratch
+	// files are deleted (and the demo's runner stopped) on the way out.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	fs, db := m.flags("bench", "[--jobs N] [--workers W] [--producers P] [--preload N] [--db FILE | --dir DIR] [--json]")
 	// The bench's --db is a scratch file it creates and deletes, not the
 	// store the other commands use: no $IDEMRUN_DB, no ./idemrun.db.

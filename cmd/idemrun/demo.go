@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/idemrun/idemrun/api"
@@ -11,6 +13,10 @@ import (
 )
 
 func (m *Main) demo(ctx context.Context, args []string) error {
+	// An interrupt ends the run through its context, so the scratch
+	// files are deleted (and the demo's runner stopped) on the way out.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	fs, db := m.flags("demo", "[--jobs N] [--kills N] [--workers N] [--dedup] [--lose P] [--busy P] ... [--json]")
 	_ = fs.MarkHidden("db") // the demo works on its own scratch database
 	f := demo.DefaultFaults()
@@ -19,7 +25,7 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	workers := fs.Int("workers", 32, "runner workers")
 	dedup := fs.Bool("dedup", false, "make the fake target deduplicate by key (off: idemrun alone prevents duplicates)")
 	seed := fs.Uint64("seed", 0, "random seed (0: from the clock)")
-	chaos := fs.Bool("chaos", false, "chaos profile: more kills, shorter lives")
+	chaos := fs.Bool("chaos", false, "chaos profile: more kills (20 unless --kills is given), shorter lives")
 	fs.Float64Var(&f.LoseResponse, "lose", f.LoseResponse, "probability: commit, then drop the connection")
 	fs.Float64Var(&f.Busy503, "busy", f.Busy503, "probability: 503 + Retry-After before committing")
 	fs.Float64Var(&f.TooMany429, "throttle", f.TooMany429, "probability: 429 + Retry-After before committing")
@@ -50,8 +56,16 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	if *jobs < 1 || *jobs > 1000000 {
 		return &api.InvalidError{Field: "jobs", Value: fmt.Sprint(*jobs), Accepted: "1 to 1000000"}
 	}
+	if *chaos && !fs.Changed("kills") {
+		*kills = 20
+	}
 	if *kills < 0 || *kills > 1000 {
 		return &api.InvalidError{Field: "kills", Value: fmt.Sprint(*kills), Accepted: "0 to 1000"}
+	}
+	if *jobs < *kills+1 {
+		// Jobs are enqueued in kills+1 waves, one per runner life: fewer
+		// jobs leave runners with nothing to do when they are killed.
+		return &api.InvalidError{Field: "jobs", Value: fmt.Sprint(*jobs), Accepted: fmt.Sprintf("at least kills+1 = %d, so every killed runner has work in flight", *kills+1)}
 	}
 	for name, p := range map[string]float64{"lose": f.LoseResponse, "busy": f.Busy503, "throttle": f.TooMany429, "commit500": f.CommitThen500,
 		"commit502": f.CommitThen502, "commit504": f.CommitThen504, "slow": f.SlowCommit, "drop": f.DropBeforeHandling, "flaky-status": f.FlakyStatus} {

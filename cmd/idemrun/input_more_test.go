@@ -38,3 +38,17 @@ func TestShowEscapesURLAndHeaders(t *testing.T) {
 		}
 	}
 }
+
+// The demo enqueues its jobs in kills+1 waves, one per runner life: fewer
+// jobs than that would leave killed runners with nothing in flight, and
+// its "runner SIGKILLs" line would count kills that proved nothing.
+func TestDemoRefusesFewerJobsThanLives(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if r := e.run("demo", "--jobs", "2", "--kills", "3"); r.code != 2 || !strings.Contains(r.stderr, "kills+1") {
+		t.Errorf("demo --jobs 2 --kills 3: got\n%s\nwant exit 2 asking for at least kills+1 jobs", r)
+	}
+	if r := e.run("demo", "--chaos", "--jobs", "5"); r.code != 2 || !strings.Contains(r.stderr, "= 21") {
+		t.Errorf("demo --chaos --jobs 5: got\n%s\nwant exit 2: --chaos means 20 kills, so at least 21 jobs", r)
+	}
+}
