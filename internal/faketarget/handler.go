@@ -71,6 +71,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, f Faults) {
+	s.undecided.Add(1)
+	decided := false
+	defer func() {
+		if !decided {
+			s.undecided.Add(-1)
+		}
+	}()
 	s.count(func(c *Counters) { c.Posts++ })
 	if !s.pause(r.Context(), f.Latency) {
 		panic(http.ErrAbortHandler)
@@ -113,6 +120,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, f Faults) {
 	after := s.rollAfterCommit(f)
 
 	d := s.decide(key, body, slow, f.SlowCommitDelay)
+	decided = true
+	s.undecided.Add(-1)
 	switch d.kind {
 	case decidedClosed:
 		panic(http.ErrAbortHandler)

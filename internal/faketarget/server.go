@@ -117,6 +117,10 @@ type Config struct {
 type Server struct {
 	dedup  atomic.Bool
 	faults atomic.Pointer[Faults]
+	// undecided counts create handlers that have not yet decided whether
+	// they create (still in their latency pause, or reading the body): a
+	// client that gave up does not stop them (Settle waits for them).
+	undecided atomic.Int64
 
 	randMu sync.Mutex
 	rng    *rand.Rand

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"time"
 )
 
 // Payment is a payment the target created.
@@ -283,6 +284,25 @@ func (s *Server) CommitInFlight() int {
 		}
 	}
 	return n
+}
+
+// Settle waits, up to limit, until no create handler is still before its
+// decision (a POST whose client gave up during the latency pause goes on
+// and may still create), then commits the slow creates in flight
+// (CommitInFlight). After it, the truth holds every create the requests
+// received so far will make. It reports whether the handlers settled in
+// time.
+func (s *Server) Settle(limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for s.undecided.Load() > 0 {
+		if time.Now().After(deadline) {
+			s.CommitInFlight()
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.CommitInFlight()
+	return true
 }
 
 // WaitCreates blocks until at least n payments exist for key, ctx ends or
