@@ -157,8 +157,10 @@ func (db *DB) writer() {
 	}
 }
 
-// commit runs a batch in one transaction and acknowledges every operation
-// after the commit. If the transaction fails, each operation runs alone.
+// commit runs a batch in one transaction and answers every operation
+// after the commit. If the transaction fails before its meta page was
+// written, nothing of it is visible and each operation runs alone, as a
+// batch of one.
 func (db *DB) commit(batch []*op) {
 	if f := db.failed.Load(); f != nil {
 		for _, o := range batch {
@@ -168,65 +170,37 @@ func (db *DB) commit(batch []*op) {
 	}
 	results := make([]error, len(batch))
 	err := db.runBatch(batch, results)
-	if err == nil {
+	switch {
+	case err == nil || errors.Is(err, errRolledBack):
+		// Committed, or nothing to commit (each answer then rests on an
+		// earlier commit): either holds only while the file is still the
+		// one at the path.
 		if ferr := db.checkFile(); ferr != nil {
 			db.fail(batch, ferr)
 			return
 		}
-		db.ack(batch, results)
-		return
-	}
-	if errors.Is(err, errRolledBack) {
-		// Nothing written: each answer rests on an earlier commit, which
-		// holds only while the file is still the one at the path.
-		if ferr := db.checkFile(); ferr != nil {
-			db.fail(batch, ferr)
-			return
+		if err == nil {
+			db.commits.Add(1)
+			db.committed.Add(uint64(len(batch)))
 		}
 		for i, o := range batch {
 			o.done <- results[i]
 		}
-		return
-	}
-	if db.commitVisible() {
+	case db.commitVisible():
 		// The commit failed after bbolt wrote its meta page (the fsync
 		// that follows failed): the page cache, which bbolt reads through
 		// its map, now shows a transaction the disk may not hold. Re-run
 		// alone, an enqueue would find its own job "already stored" and be
 		// acknowledged with nothing durable; so nothing more is taken.
 		db.fail(batch, db.metaWritten(err))
-		return
-	}
-	if len(batch) == 1 {
+	case len(batch) == 1:
 		batch[0].done <- unfatal(err)
-		return
-	}
-	// The commit failed before its meta page was written (an operation's
-	// fatal error, a refused commit, a file that could not grow): nothing
-	// of it is visible, so each operation runs alone.
-	for i, o := range batch {
-		res := make([]error, 1)
-		if err := db.runBatch([]*op{o}, res); err != nil {
-			if errors.Is(err, errRolledBack) {
-				if ferr := db.checkFile(); ferr != nil {
-					db.fail(batch[i:], ferr)
-					return
-				}
-				o.done <- res[0]
-				continue
-			}
-			if db.commitVisible() {
-				db.fail(batch[i:], db.metaWritten(err))
-				return
-			}
-			o.done <- unfatal(err)
-			continue
+	default:
+		// An operation's fatal error, a refused commit, a file that could
+		// not grow: one bad operation must not fail its neighbours.
+		for _, o := range batch {
+			db.commit([]*op{o})
 		}
-		if ferr := db.checkFile(); ferr != nil {
-			db.fail(batch[i:], ferr)
-			return
-		}
-		db.ack([]*op{o}, res)
 	}
 }
 
@@ -270,14 +244,6 @@ func (db *DB) fail(batch []*op, err error) {
 	first := *db.failed.Load()
 	for _, o := range batch {
 		o.done <- first
-	}
-}
-
-func (db *DB) ack(batch []*op, results []error) {
-	db.commits.Add(1)
-	db.committed.Add(uint64(len(batch)))
-	for i, o := range batch {
-		o.done <- results[i]
 	}
 }
 
