@@ -394,20 +394,16 @@ func (r *Runner) Run(ctx context.Context) error {
 	start := time.Now()
 	rounds := make(chan roundResult, r.cfg.ClaimRounds)
 	inRounds := 0
-	short := false   // the last round found less due work than it asked for
-	var failed error // the store takes no more writes (store.ErrFailed)
+	short := false // the last round found less due work than it asked for
 	for {
-		if f := r.failed.Load(); failed == nil && f != nil {
-			failed = *f
-		}
-		if failed != nil {
+		if f := r.failed.Load(); f != nil {
 			// Nothing more can be claimed or recorded: the jobs in
 			// flight end as a shutdown ends them, and Run reports why.
 			for ; inRounds > 0; inRounds-- {
 				<-rounds
 			}
 			_ = r.shutdown(&wg, cancelWork)
-			return fmt.Errorf("runner: stopped: %w", failed)
+			return fmt.Errorf("runner: stopped: %w", *f)
 		}
 		if ctx.Err() != nil {
 			for ; inRounds > 0; inRounds-- {
@@ -422,7 +418,6 @@ func (r *Runner) Run(ctx context.Context) error {
 			case res := <-rounds:
 				inRounds--
 				short = r.roundDone(ctx, res)
-				r.noteFailed(res.err)
 			default:
 				break collect
 			}
@@ -455,7 +450,6 @@ func (r *Runner) Run(ctx context.Context) error {
 			case res := <-rounds:
 				inRounds--
 				short = r.roundDone(ctx, res)
-				r.noteFailed(res.err)
 			case <-r.done:
 			case <-ctx.Done():
 			}
@@ -485,6 +479,9 @@ type roundResult struct {
 // roundDone logs a failed claim round (and backs off a poll interval) and
 // reports whether the round found less due work than it asked for.
 func (r *Runner) roundDone(ctx context.Context, res roundResult) bool {
+	if r.noteFailed(res.err) {
+		return res.short // Run stops at the top of its loop
+	}
 	if res.err != nil && ctx.Err() == nil {
 		r.cfg.Logger.Error("claim failed", "err", res.err)
 		sleepCtx(ctx, r.cfg.PollInterval)
