@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -37,7 +38,10 @@ func TestErrorTextStoredBounded(t *testing.T) {
 				}
 				_, _ = br.Discard(br.Buffered())
 				_, _ = c.Write([]byte("HTTP/1.1" + strings.Repeat("\x01", 4<<20) + "\r\n\r\n"))
-				time.Sleep(50 * time.Millisecond)
+				// Close only after the client has: closing with its bytes
+				// unread would reset the connection under the answer.
+				_ = c.(*net.TCPConn).CloseWrite()
+				_, _ = io.Copy(io.Discard, c)
 			}(c)
 		}
 	}()

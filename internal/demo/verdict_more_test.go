@@ -25,7 +25,12 @@ func TestVerifyCountsCreateStillInHandler(t *testing.T) {
 	if err := verify(dbPath, target, []string{key}, sum); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// The create lands, whenever verify returned: wait for it, not a time.
+	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := target.WaitCreates(wctx, key, 1); err != nil {
+		t.Fatalf("the slow create never landed: %v", err)
+	}
 	t.Logf("by_state=%v OK=%v creates seen by verify=%d creates now=%d", sum.ByState, sum.OK(), sum.Creates, target.Creates(key))
 	if sum.OK() && target.Creates(key) > 0 {
 		t.Errorf("verdict PASS for a failed job the target holds %d payment(s) for", target.Creates(key))
