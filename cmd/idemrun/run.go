@@ -236,8 +236,7 @@ func readTokenFile(path string) (string, error) {
 	if err != nil {
 		return "", bad("a readable file holding the token (" + err.Error() + ")")
 	}
-	// (Where files have no Unix modes, privateSockets is false.)
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 && privateSockets {
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 && unixFileModes {
 		return "", bad(fmt.Sprintf("a file only its owner can read (it is mode %04o: chmod 600 %s)", perm, path))
 	}
 	b, err := os.ReadFile(path)

@@ -15,3 +15,6 @@ func withPrivateUmask(fn func()) {
 // privateSockets: the admin socket is served, made 0600 under umask 077,
 // and its peers are checked (api.checkPeer).
 const privateSockets = true
+
+// unixFileModes: file modes say who may read a file.
+const unixFileModes = true
