@@ -311,4 +311,3 @@ func TestStartFinishClaimClaimsUpToMaxThatHoldAccepts(t *testing.T) {
 		t.Error("FinishClaimNext with Max 2: nil error, want a refusal")
 	}
 }
-
