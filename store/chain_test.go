@@ -311,3 +311,4 @@ func TestStartFinishClaimClaimsUpToMaxThatHoldAccepts(t *testing.T) {
 		t.Error("FinishClaimNext with Max 2: nil error, want a refusal")
 	}
 }
+
