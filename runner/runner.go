@@ -27,13 +27,6 @@ type Store interface {
 	Stats() (map[store.State]int64, error)
 }
 
-// pipelinedStore is implemented by stores whose outcome writes can be
-// queued without waiting for their commit (*store.DB): Config.Prefetch
-// needs it.
-type pipelinedStore interface {
-	StartFinishClaim(ctx context.Context, c store.Claim, fn store.TransitionFunc, next *store.NextClaim) *store.PendingFinish
-}
-
 // writerHint is implemented by stores that size their commit batches by
 // the number of concurrent writers (*store.DB).
 type writerHint interface {
@@ -112,16 +105,6 @@ type Config struct {
 	ClaimRounds int
 	// ClaimBatch is the most jobs one claim round takes. Defaults to 32.
 	ClaimBatch int
-	// Prefetch is how many jobs a busy worker holds claimed beyond the one
-	// it sends: its outcome write claims them, and it sends the next one
-	// while that write commits, so the commit wait overlaps an exchange
-	// instead of adding to it. A held job is claimed (its attempt
-	// recorded, P3) up to one exchange before it is sent; after a crash it
-	// is recovered as unknown like the jobs in flight. Defaults to 1;
-	// negative means none (each worker waits for its outcome commit before
-	// its next send). Only stores with StartFinishClaim (*store.DB)
-	// prefetch.
-	Prefetch int
 	// ShutdownGrace is how long in-flight attempts may run after Run's
 	// context is canceled before they are canceled too. Defaults to 10 s.
 	ShutdownGrace time.Duration
@@ -236,12 +219,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.ClaimBatch <= 0 {
 		c.ClaimBatch = 32
-	}
-	switch {
-	case c.Prefetch == 0:
-		c.Prefetch = 1
-	case c.Prefetch < 0:
-		c.Prefetch = 0
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second
@@ -578,7 +555,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // claimAndStart claims up to free due jobs, pending first, and starts a
 // worker for each.
 func (r *Runner) claimAndStart(ctx, workCtx context.Context, wg *sync.WaitGroup, free int) (int, error) {
-	plan := r.claimPlan(0)
+	plan := r.claimPlan()
 	now := plan.Now
 	started := 0
 	var marked []string
@@ -634,24 +611,14 @@ type task struct {
 }
 
 // workFunc works one claimed job. Its outcome write may claim the worker's
-// next jobs (slot.next).
+// next job (slot.next).
 type workFunc func(context.Context, *slot, store.Claim)
 
 // slot is one worker's hold on a job slot while it works a task.
 type slot struct {
-	// next holds the jobs outcome writes claimed for this worker; it
-	// works them without giving its slot back.
-	next []store.Claim
-	// pending is the worker's outcome write still committing (Prefetch):
-	// at most one, settled before the next one starts.
-	pending *pendingWrite
-}
-
-// pendingWrite is an outcome write queued with StartFinishClaim.
-type pendingWrite struct {
-	c  store.Claim
-	fn store.TransitionFunc
-	p  *store.PendingFinish
+	// next is the job the last outcome write claimed in the same commit;
+	// the worker works it without giving its slot back.
+	next *store.Claim
 }
 
 // start hands a claimed job to the worker pool. It never blocks: the pool's
@@ -679,18 +646,10 @@ func (r *Runner) runTask(t task) {
 	c, work := t.c, t.work
 	for {
 		work(t.ctx, s, c)
-		if len(s.next) == 0 {
-			// Nothing held: the write still committing may claim the
-			// next job.
-			r.settle(s)
-		}
-		if len(s.next) == 0 || r.failed.Load() != nil {
-			// With a failed store no outcome can be recorded: held jobs
-			// stay running, for recovery at the next start.
+		if s.next == nil {
 			return
 		}
-		c = s.next[0]
-		s.next = s.next[1:]
+		c, s.next = *s.next, nil
 		work = r.attempt
 		if c.Job.State == store.StateUnknown {
 			work = r.resolveUnknown
@@ -714,13 +673,12 @@ func (r *Runner) mayChain() bool {
 // claimPlan is what a claim does at this moment, in a claim round
 // (claimAndStart) or chained to an outcome write: a claimed pending job
 // records the start of its attempt; a claimed unknown job is leased, its
-// next_run_at moved past the longest a query can take (plus held, the
-// longest it may wait behind the worker's jobs before it), so a crash
+// next_run_at moved past the longest a query can take, so a crash
 // mid-query only delays the next one. A chained claim takes pending and
 // unknown jobs by next_run_at alone, a round pending ones first.
-func (r *Runner) claimPlan(held time.Duration) *store.NextClaim {
+func (r *Runner) claimPlan() *store.NextClaim {
 	now := r.cfg.Now()
-	lease := r.queryTimeout() + r.cfg.QuietPeriod + held
+	lease := r.queryTimeout() + r.cfg.QuietPeriod
 	return &store.NextClaim{
 		Now: now,
 		Skip: func(id string) bool {
@@ -734,19 +692,6 @@ func (r *Runner) claimPlan(held time.Duration) *store.NextClaim {
 			j.NextRunAt = now.Add(lease)
 		},
 	}
-}
-
-// workTime bounds how long working a claimed job takes: its attempt
-// timeout (within its deadline) or a status query's.
-func (r *Runner) workTime(c store.Claim) time.Duration {
-	if c.Job.State == store.StateUnknown {
-		return r.queryTimeout()
-	}
-	d := c.Job.AttemptTimeout
-	if left := time.Until(c.Job.Deadline); d <= 0 || left < d {
-		d = max(left, 0)
-	}
-	return d
 }
 
 // shutdown waits up to ShutdownGrace for in-flight work, then cancels it;
@@ -766,82 +711,27 @@ func (r *Runner) shutdown(wg *sync.WaitGroup, cancelWork context.CancelFunc) err
 	return nil
 }
 
-// write writes the outcome of c and, unless Run is stopping, claims the
-// worker's next jobs into s.next in the same commit. With Prefetch it
-// waits for the worker's previous write, then queues this one and returns
-// before its commit (settle finishes it); otherwise it waits. A fenced
-// write means a newer claim owns the job; it is logged and dropped.
+// write is FinishClaimNext plus logging and the test hook: it writes the
+// outcome of c and, unless Run is stopping, claims the worker's next job
+// into s.next in the same commit. A fenced write means a newer claim owns
+// the job; it is logged and dropped.
 func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
-	r.settle(s)
-	ps, pipelined := r.store.(pipelinedStore)
-	if !pipelined || r.cfg.Prefetch == 0 {
-		var plan *store.NextClaim
-		if r.mayChain() {
-			plan = r.claimPlan(0)
-		}
-		j, next, err := r.store.FinishClaimNext(context.Background(), c, fn, plan)
-		var claims []store.Claim
-		if next != nil {
-			claims = []store.Claim{*next}
-		}
-		r.written(s, c, fn, j, claims, err)
-		return
-	}
-	// Keep Prefetch jobs held beyond the one the worker sends next. The
-	// jobs claimed now wait behind the held ones, so an unknown job's
-	// lease covers their work too.
-	var plan *store.NextClaim
-	if want := r.cfg.Prefetch + 1 - len(s.next); want > 0 && r.mayChain() {
-		var held time.Duration
-		for _, h := range s.next {
-			held += r.workTime(h)
-		}
-		plan = r.claimPlan(held)
-		plan.Max = want
-		plan.Free = 0
-		if len(s.next) == 0 {
-			plan.Free = 1 // sent as soon as the write has committed
-		}
-		plan.Hold = r.holdable
-	}
-	s.pending = &pendingWrite{c: c, fn: fn, p: ps.StartFinishClaim(context.Background(), c, fn, plan)}
-}
-
-// holdable reports whether a worker may hold j claimed while it sends
-// another job (Prefetch). A held pending job is recorded as running before
-// it is sent, so after a crash it is recovered as unknown even though it
-// never left: only a job whose unknown outcome the runner settles by
-// itself (a status query, or a request safe to repeat) is held, so a
-// crash leaves no more jobs for a person than there were in flight. An
-// unknown job stays unknown while held.
-func (r *Runner) holdable(j *store.Job) bool {
-	return j.State == store.StateUnknown || r.canQuery(j) || replaySafe(j)
-}
-
-// settle waits for the worker's queued outcome write, if any, and adds
-// the jobs it claimed to s.next.
-func (r *Runner) settle(s *slot) {
-	pw := s.pending
-	if pw == nil {
-		return
-	}
-	s.pending = nil
-	j, claims, err := pw.p.Wait()
-	r.written(s, pw.c, pw.fn, j, claims, err)
-}
-
-// written ends an outcome write: the hooks and s.next on success, a log
-// line for a fenced or refused write; any other error is retried (the
-// outcome alone) with backoff until the runner stops.
-func (r *Runner) written(s *slot, c store.Claim, fn store.TransitionFunc, j *store.Job, claims []store.Claim, err error) {
 	// Outcome writes must land even during shutdown, so they do not use the
 	// run context. A failed write is tried again with backoff until the
 	// runner stops; then the job stays as claimed (running stays running)
 	// and recovery turns it unknown on the next start.
 	wait := 50 * time.Millisecond
+	var plan *store.NextClaim
+	if r.mayChain() {
+		plan = r.claimPlan()
+	}
 	for {
+		j, next, err := r.store.FinishClaimNext(context.Background(), c, fn, plan)
+		// The first try also claims the worker's next job in the same
+		// commit; retries after a failure only write the outcome.
+		plan = nil
 		if err == nil {
-			s.next = append(s.next, claims...)
+			s.next = next
 			if r.cfg.OnWrite != nil {
 				r.cfg.OnWrite(j)
 			}
@@ -876,10 +766,6 @@ func (r *Runner) written(s *slot, c store.Claim, fn store.TransitionFunc, j *sto
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 5*time.Second)
-		// A retry writes the outcome only: the first try's claims, if
-		// any, were not made.
-		claims = nil
-		j, _, err = r.store.FinishClaimNext(context.Background(), c, fn, nil)
 	}
 }
 

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -253,62 +252,3 @@ func TestFinishClaimNextCommitFailure(t *testing.T) {
 		t.Fatalf("FinishClaimNext after the failure = %s, %v; want p claimed", claimID(next), err)
 	}
 }
-
-// StartFinishClaim claims up to Max due jobs, earliest first, each as a
-// chained claim is; after the first Free ones, only jobs Hold accepts (a
-// refused job is passed over and stays due for the next claim); and
-// nothing is durable, nor is a claim returned, before Wait.
-func TestStartFinishClaimClaimsUpToMaxThatHoldAccepts(t *testing.T) {
-	db, _ := newDB(t, nil)
-	now := storetest.T0()
-	cw := workerClaim(t, db, now)
-	// a, b, c, d due in that order; b may not be held.
-	var jobs []*store.Job
-	for i, k := range []string{"a", "b", "c", "d"} {
-		jobs = append(jobs, storetest.NewJob(k, now.Add(-time.Duration(10-i)*time.Second)))
-	}
-	if _, err := db.EnqueueMany(ctx, jobs); err != nil {
-		t.Fatal(err)
-	}
-	plan := chainPlan(now, time.Minute)
-	plan.Max, plan.Free = 3, 1
-	var asked []string
-	plan.Hold = func(j *store.Job) bool {
-		asked = append(asked, j.Key)
-		return j.Key != "b"
-	}
-	p := db.StartFinishClaim(ctx, cw, succeed(now), plan)
-	j, cs, err := p.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j.State != store.StateSucceeded {
-		t.Errorf("finished job %s, want succeeded", j.State)
-	}
-	var got []string
-	for _, c := range cs {
-		got = append(got, c.Job.Key)
-		if c.Job.State != store.StateRunning || c.Job.Attempts != 1 {
-			t.Errorf("claim %s: %s, %d attempts; want running, 1", c.Job.Key, c.Job.State, c.Job.Attempts)
-		}
-	}
-	if want := []string{"a", "c", "d"}; !slices.Equal(got, want) {
-		t.Errorf("claimed %v, want %v (a free, b refused by Hold, then c and d)", got, want)
-	}
-	if want := []string{"b", "c"}; len(asked) < 2 || !slices.Equal(asked[:2], want) {
-		t.Errorf("Hold asked about %v first, want %v (not about the free first claim)", asked, want)
-	}
-	if _, again, err := p.Wait(); err != nil || len(again) != len(cs) {
-		t.Errorf("second Wait = %d claims, %v; want the same %d", len(again), err, len(cs))
-	}
-	// b was passed over, not claimed: the next claim takes it.
-	next := claimOne(t, db, store.StatePending, now)
-	if next.Job.Key != "b" {
-		t.Errorf("next due job %s, want b", next.Job.Key)
-	}
-	// FinishClaimNext claims one job at most.
-	if _, _, err := db.FinishClaimNext(ctx, next, succeed(now), &store.NextClaim{Now: now, Max: 2}); err == nil {
-		t.Error("FinishClaimNext with Max 2: nil error, want a refusal")
-	}
-}
-

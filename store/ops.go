@@ -584,14 +584,11 @@ func finishIn(b buckets, c Claim, id, rec []byte) error {
 	return b.replaceRaw(id, oh, rec)
 }
 
-// NextClaim asks FinishClaimNext (or StartFinishClaim) to claim more due
-// jobs in the transaction of the finish.
+// NextClaim asks FinishClaimNext to claim one more due job in the
+// transaction of the finish.
 type NextClaim struct {
 	// Now is the clock reading that decides what is due.
 	Now time.Time
-	// Max is how many due jobs StartFinishClaim claims, earliest
-	// next_run_at first; 0 means one. FinishClaimNext claims one at most.
-	Max int
 	// Skip, when set, passes over the jobs it returns true for (a claim
 	// round's candidates). The writer goroutine calls it: it must be quick
 	// and must not use the store.
@@ -599,14 +596,6 @@ type NextClaim struct {
 	// Pending prepares a claimed pending job, Unknown a claimed unknown
 	// one, as ClaimDue's prepare does.
 	Pending, Unknown ClaimFunc
-	// Hold, when set, is asked about every due job StartFinishClaim would
-	// claim after the first Free ones, before it is claimed (as it is
-	// stored, not yet claimed); a job it refuses is passed over and left
-	// due. The runner claims only jobs it may hold unsent this way. The
-	// writer goroutine calls it: it must be quick and must not use the
-	// store.
-	Hold func(j *Job) bool
-	Free int
 }
 
 // nextScan bounds the index entries one chained claim looks at (passed
@@ -622,88 +611,35 @@ const nextScan = 64
 // as FinishClaim does). A returned claim is durable, exactly as one from
 // ClaimDue.
 func (db *DB) FinishClaimNext(ctx context.Context, c Claim, fn TransitionFunc, next *NextClaim) (*Job, *Claim, error) {
-	if next != nil && next.Max > 1 {
-		return nil, nil, fmt.Errorf("store: FinishClaimNext claims one job at most, not NextClaim.Max %d; StartFinishClaim claims more", next.Max)
-	}
-	j, cs, err := db.StartFinishClaim(ctx, c, fn, next).Wait()
-	if err != nil || len(cs) == 0 {
-		return j, nil, err
-	}
-	return j, &cs[0], nil
-}
-
-// PendingFinish is a finish StartFinishClaim queued for the writer. Wait
-// returns its outcome; one goroutine waits for it.
-type PendingFinish struct {
-	job    *Job
-	err    error
-	done   <-chan error
-	claims []Claim // set by the writer before done is sent
-}
-
-// Wait blocks until the commit holding the finish has ended and returns
-// what FinishClaimNext returns, with every claim made (up to
-// NextClaim.Max). Called again, it returns the same.
-func (p *PendingFinish) Wait() (*Job, []Claim, error) {
-	if p.done != nil {
-		p.err = <-p.done
-		p.done = nil
-	}
-	if p.err != nil {
-		return nil, nil, p.err
-	}
-	return p.job, p.claims, nil
-}
-
-// StartFinishClaim is FinishClaimNext without the wait, claiming up to
-// next.Max jobs: fn runs, and the change is checked and encoded, before it
-// returns (in the caller's goroutine, as with FinishClaimNext); the write
-// is queued, and the caller may do other work while it commits. Nothing of
-// it is durable before Wait returns.
-func (db *DB) StartFinishClaim(ctx context.Context, c Claim, fn TransitionFunc, next *NextClaim) *PendingFinish {
 	if c.raw == nil {
 		j, err := db.Finish(ctx, c.Job.ID, c.Fence, fn)
-		return &PendingFinish{job: j, err: err}
+		return j, nil, err
 	}
 	j, id, rec, err := finishRecord(c, fn)
 	if err != nil {
-		return &PendingFinish{err: err}
+		return nil, nil, err
 	}
-	p := &PendingFinish{job: j}
-	n := 0
-	if next != nil {
-		n = max(next.Max, 1)
-	}
-	p.done, p.err = db.submit(func(tx *bolt.Tx) error {
-		p.claims = nil // the op may run again alone if its batch fails
+	var nc *Claim
+	err = db.write(func(tx *bolt.Tx) error {
+		nc = nil // the op may run again alone if its batch fails
 		b := db.writeBuckets(tx)
-		if err := finishIn(b, c, id, rec); err != nil {
+		if err := finishIn(b, c, id, rec); err != nil || next == nil {
 			return err
 		}
-		for len(p.claims) < n {
-			var hold func(*Job) bool
-			if len(p.claims) >= next.Free {
-				hold = next.Hold
-			}
-			nc, err := claimNextIn(b, *next, hold)
-			if err != nil {
-				return err
-			}
-			if nc == nil {
-				break // nothing more is due
-			}
-			p.claims = append(p.claims, *nc)
-		}
-		return nil
+		var err error
+		nc, err = claimNextIn(b, *next)
+		return err
 	})
-	return p
+	if err != nil {
+		return nil, nil, err
+	}
+	return j, nc, nil
 }
 
 // claimNextIn claims, inside a write transaction, the due pending or
-// unknown job with the earliest next_run_at that hold (when not nil)
-// accepts. Only bbolt write errors (fatal) are returned: the finish before
-// it is already written.
-func claimNextIn(b buckets, next NextClaim, hold func(*Job) bool) (*Claim, error) {
+// unknown job with the earliest next_run_at. Only bbolt write errors
+// (fatal) are returned: the finish before it is already written.
+func claimNextIn(b buckets, next NextClaim) (*Claim, error) {
 	type lane struct {
 		s      State
 		prefix byte
@@ -754,13 +690,9 @@ func claimNextIn(b buckets, next NextClaim, hold func(*Job) bool) (*Claim, error
 		if v != nil {
 			j, _ = DecodeRecord(v)
 		}
-		refused := false
-		if j != nil && hold != nil {
-			inCaller(func() { refused = !hold(j) })
-		}
-		if j == nil || refused {
-			// A damaged index entry or record (`idemrun check` reports
-			// it), or a job not to be held: the claim moves on.
+		if j == nil {
+			// A damaged index entry or record: `idemrun check` reports
+			// it; the claim moves on.
 			budget--
 			k, _ := l.c.Next()
 			advance(l, k)

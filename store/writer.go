@@ -82,31 +82,21 @@ func fatal(err error) error {
 // write queues fn and waits until the transaction holding it has committed
 // (nil, or fn's refusal) or failed.
 func (db *DB) write(fn func(tx *bolt.Tx) error) error {
-	done, err := db.submit(fn)
-	if err != nil {
-		return err
-	}
-	return <-done
-}
-
-// submit queues fn without waiting: done receives what write would have
-// returned, once. An error means fn was not queued.
-func (db *DB) submit(fn func(tx *bolt.Tx) error) (<-chan error, error) {
 	if db.ops == nil {
-		return nil, fmt.Errorf("store: %s was opened read-only", db.path)
+		return fmt.Errorf("store: %s was opened read-only", db.path)
 	}
 	if f := db.failed.Load(); f != nil {
-		return nil, *f
+		return *f
 	}
 	o := &op{fn: fn, done: make(chan error, 1)}
 	db.mu.RLock()
 	if db.closed {
 		db.mu.RUnlock()
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	db.ops <- o
 	db.mu.RUnlock()
-	return o.done, nil
+	return <-o.done
 }
 
 // nothingWritten is what an operation returns when it changed nothing:

@@ -84,7 +84,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		}
 	}
 	tuneGC(m.Getenv) // the same collector settings as `idemrun run`
-	cfg := bench.Config{Jobs: *jobs, Workers: *wf.workers, Producers: *producers, MaxConnsPerHost: *wf.maxConns, Prefetch: wf.prefetchConfig(), NetHTTP: wf.netHTTP(), Preload: *preload, DB: *db, Dir: *dir, Out: m.Stderr}
+	cfg := bench.Config{Jobs: *jobs, Workers: *wf.workers, Producers: *producers, MaxConnsPerHost: *wf.maxConns, NetHTTP: wf.netHTTP(), Preload: *preload, DB: *db, Dir: *dir, Out: m.Stderr}
 	if profile != nil && *phase != "all" {
 		cfg.Profile, cfg.ProfilePhase = profile, *phase
 	}

@@ -154,8 +154,8 @@ func (m *Main) flags(name, usage string) (*pflag.FlagSet, *string) {
 // workerFlags are the runner's concurrency and client flags, shared by run
 // and bench.
 type workerFlags struct {
-	workers, maxConns, prefetch *int
-	transport                   *string
+	workers, maxConns *int
+	transport         *string
 }
 
 func addWorkerFlags(fs *pflag.FlagSet, workers int, usage string) workerFlags {
@@ -163,17 +163,7 @@ func addWorkerFlags(fs *pflag.FlagSet, workers int, usage string) workerFlags {
 		workers:   fs.Int("workers", workers, usage+" (1-10000)"),
 		maxConns:  fs.Int("max-conns-per-host", 0, "most connections to one target host; more attempts wait for one (default min(workers, 128); -1 no limit)"),
 		transport: fs.String("http-transport", "runner", "HTTP client transport: runner (idemrun's own HTTP/1.1 transport) or net/http (Go's standard one)"),
-		prefetch:  fs.Int("prefetch", 1, "jobs a busy worker holds claimed beyond the one it sends, so its outcome commit overlaps its next send (0 none: each worker waits for its commit; up to 8)"),
 	}
-}
-
-// prefetchConfig is --prefetch as runner.Config.Prefetch takes it (there,
-// 0 is the default and negative is none).
-func (w workerFlags) prefetchConfig() int {
-	if *w.prefetch == 0 {
-		return -1
-	}
-	return *w.prefetch
 }
 
 // netHTTP reports whether --http-transport asks for net/http's Transport.
@@ -185,9 +175,6 @@ func (w workerFlags) check() error {
 	}
 	if *w.maxConns < -1 || *w.maxConns > 10000 {
 		return &api.InvalidError{Field: "max-conns-per-host", Value: fmt.Sprint(*w.maxConns), Accepted: "-1 (no limit), 0 (the default) or an integer up to 10000"}
-	}
-	if *w.prefetch < 0 || *w.prefetch > 8 {
-		return &api.InvalidError{Field: "prefetch", Value: fmt.Sprint(*w.prefetch), Accepted: "an integer from 0 (none) to 8"}
 	}
 	if t := *w.transport; t != "runner" && t != "net/http" {
 		return &api.InvalidError{Field: "http-transport", Value: t, Accepted: "runner or net/http"}

@@ -109,7 +109,6 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		Workers:         *wf.workers,
 		MaxConnsPerHost: *wf.maxConns,
 		NetHTTP:         wf.netHTTP(),
-		Prefetch:        wf.prefetchConfig(),
 		UntilIdle:       *untilIdle,
 		Logger:          logger,
 		Backoff:         runner.Backoff{Base: *backoffBase, Cap: *backoffCap},

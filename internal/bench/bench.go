@@ -39,8 +39,6 @@ type Config struct {
 	Producers int
 	// MaxConnsPerHost is passed to the runner (0: the runner's default).
 	MaxConnsPerHost int
-	// Prefetch is passed to the runner (0: the runner's default).
-	Prefetch int
 	// NetHTTP is passed to the runner: net/http's Transport instead of the
 	// runner's own.
 	NetHTTP bool
@@ -84,7 +82,6 @@ type Result struct {
 	Producers           int     `json:"producers"`
 	Preload             int     `json:"preload"`
 	HTTPTransport       string  `json:"http_transport"`
-	Prefetch            int     `json:"prefetch"`
 	EnqueueJobsPerS     float64 `json:"enqueue_jobs_per_s"`
 	EnqueueP50Ms        float64 `json:"enqueue_p50_ms"`
 	EnqueueP99Ms        float64 `json:"enqueue_p99_ms"`
@@ -278,10 +275,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// deletes its own).
 	defer os.Remove(manyPath)
 	defer os.Remove(dbPath)
-	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Producers: cfg.Producers, Preload: cfg.Preload, HTTPTransport: "runner", Prefetch: max(cfg.Prefetch, 0)}
-	if cfg.Prefetch == 0 {
-		res.Prefetch = 1 // the runner's default
-	}
+	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Producers: cfg.Producers, Preload: cfg.Preload, HTTPTransport: "runner"}
 	if cfg.NetHTTP {
 		res.HTTPTransport = "net/http"
 	}
@@ -387,7 +381,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Workers:         cfg.Workers,
 		MaxConnsPerHost: cfg.MaxConnsPerHost,
 		NetHTTP:         cfg.NetHTTP,
-		Prefetch:        cfg.Prefetch,
 		StartupSpread:   time.Millisecond,
 		OnWrite: func(j *store.Job) {
 			if j.State == store.StateSucceeded && succeeded.Add(1) == int64(cfg.Jobs) {
