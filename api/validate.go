@@ -77,7 +77,7 @@ func ValidateURL(field, raw string) error {
 		return &InvalidError{Field: field, Value: fmt.Sprintf("(%d bytes)", len(raw)), Accepted: acc}
 	}
 	// Error values show the URL redacted: it may carry credentials.
-	shown := func() string { return redact.New(nil, nil).URL(raw) }
+	shown := func() string { return redact.Default().URL(raw) }
 	if raw == "" {
 		return invalid(field, shown(), acc)
 	}
@@ -244,13 +244,14 @@ func (c *Client) validate(req *Request, o *EnqueueOptions) error {
 			return &InvalidError{Field: "status-url", Value: fmt.Sprintf("(%d bytes)", len(o.StatusURL)), Accepted: fmt.Sprintf("at most %d bytes", MaxTemplateLen)}
 		}
 		// Shown redacted: the template may carry credentials.
-		shownTpl := quoteShort(redact.New(nil, nil).URL(o.StatusURL))
+		shownTpl := func() string { return quoteShort(redact.Default().URL(o.StatusURL)) }
 		if !utf8.ValidString(o.StatusURL) {
-			return &InvalidError{Field: "status-url", Value: shownTpl, Accepted: "an http(s) URL template in valid UTF-8 (percent-encode other bytes)"}
+			return &InvalidError{Field: "status-url", Value: shownTpl(), Accepted: "an http(s) URL template in valid UTF-8 (percent-encode other bytes)"}
 		}
 		tpl, err := c.template(o.StatusURL)
 		if err != nil {
-			return &InvalidError{Field: "status-url", Value: shownTpl, Accepted: "an http(s) URL template containing {key} or {id}, e.g. https://api.example.com/payments?key={key} (" + redact.New(nil, nil).String(err.Error(), redact.New(nil, nil).Secrets(nil, o.StatusURL)...) + ")"}
+			red := redact.Default()
+			return &InvalidError{Field: "status-url", Value: shownTpl(), Accepted: "an http(s) URL template containing {key} or {id}, e.g. https://api.example.com/payments?key={key} (" + red.String(err.Error(), red.Secrets(nil, o.StatusURL)...) + ")"}
 		}
 		if c.allow != nil {
 			if err := c.checkHost(templateURL(o.StatusURL)); err != nil {

@@ -60,10 +60,18 @@ func nameSet(lists ...[]string) map[string]bool {
 	return m
 }
 
+// defaultRedactor is New(nil, nil), built once: nothing changes a
+// Redactor after New, so one is shared by every caller.
+var defaultRedactor = New(nil, nil)
+
+// Default returns a Redactor of the default names alone, as New(nil, nil)
+// does, without building one.
+func Default() *Redactor { return defaultRedactor }
+
 // orDefault lets every method work on a nil receiver.
 func (r *Redactor) orDefault() *Redactor {
 	if r == nil {
-		return New(nil, nil)
+		return defaultRedactor
 	}
 	return r
 }

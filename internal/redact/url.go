@@ -15,6 +15,11 @@ import (
 // '?' or '#' is replaced by Placeholder, and a password in what looks like
 // userinfo is hidden as above.
 func (r *Redactor) URL(raw string) string {
+	if !strings.ContainsAny(raw, "?#@") {
+		// No query, no fragment, no userinfo: nothing to hide, whether
+		// or not raw parses.
+		return raw
+	}
 	r = r.orDefault()
 	if _, err := url.Parse(raw); err != nil {
 		i := strings.IndexAny(raw, "?#")

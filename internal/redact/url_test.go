@@ -58,3 +58,25 @@ func TestURLExtraParams(t *testing.T) {
 		t.Errorf("URL(%q) = %q, want %q", in, got, want)
 	}
 }
+
+// A URL with no query, fragment or userinfo is returned as it is, parsed
+// or not (URL skips parsing it): nothing in it can be a secret's value.
+func TestURLWithoutQueryFragmentOrUserinfoIsUnchanged(t *testing.T) {
+	for _, raw := range []string{
+		"https://api.example.com/v1/payments",
+		"http://127.0.0.1:8080/payments/{key}",
+		"http://[::1%zz/p",
+		"https://h/p%zz",
+		"/relative/path",
+		"",
+		"https://h/p\x7f",
+	} {
+		if got := New(nil, nil).URL(raw); got != raw {
+			t.Errorf("URL(%q) = %q, want it unchanged", raw, got)
+		}
+	}
+	// With a userinfo password it is not skipped.
+	if got := New(nil, nil).URL("http://bob:pw@h/p"); got != "http://bob:"+Placeholder+"@h/p" {
+		t.Errorf("URL with a password = %q, want it hidden", got)
+	}
+}
