@@ -72,12 +72,18 @@ func quoteShort(s string) string {
 // ValidateURL checks a job URL: absolute http or https, a host, a valid
 // port, no user:password, at most MaxURLLen bytes.
 func ValidateURL(field, raw string) error {
+	return validateURL(redact.Default(), field, raw)
+}
+
+// validateURL is ValidateURL with the URL shown in errors redacted by red
+// (a client's own sensitive names included).
+func validateURL(red *redact.Redactor, field, raw string) error {
 	const acc = "an absolute http:// or https:// URL with a host, no user:password, a port in 1-65535, at most 8192 bytes"
 	if len(raw) > MaxURLLen {
 		return &InvalidError{Field: field, Value: fmt.Sprintf("(%d bytes)", len(raw)), Accepted: acc}
 	}
 	// Error values show the URL redacted: it may carry credentials.
-	shown := func() string { return redact.Default().URL(raw) }
+	shown := func() string { return red.URL(raw) }
 	if raw == "" {
 		return invalid(field, shown(), acc)
 	}
@@ -219,7 +225,7 @@ func (c *Client) validate(req *Request, o *EnqueueOptions) error {
 	if err := ValidateMethod(req.Method); err != nil {
 		return err
 	}
-	if err := ValidateURL("url", req.URL); err != nil {
+	if err := validateURL(c.red, "url", req.URL); err != nil {
 		return err
 	}
 	if err := c.checkHost(req.URL); err != nil {
@@ -244,13 +250,13 @@ func (c *Client) validate(req *Request, o *EnqueueOptions) error {
 			return &InvalidError{Field: "status-url", Value: fmt.Sprintf("(%d bytes)", len(o.StatusURL)), Accepted: fmt.Sprintf("at most %d bytes", MaxTemplateLen)}
 		}
 		// Shown redacted: the template may carry credentials.
-		shownTpl := func() string { return quoteShort(redact.Default().URL(o.StatusURL)) }
+		shownTpl := func() string { return quoteShort(c.red.URL(o.StatusURL)) }
 		if !utf8.ValidString(o.StatusURL) {
 			return &InvalidError{Field: "status-url", Value: shownTpl(), Accepted: "an http(s) URL template in valid UTF-8 (percent-encode other bytes)"}
 		}
 		tpl, err := c.template(o.StatusURL)
 		if err != nil {
-			red := redact.Default()
+			red := c.red
 			return &InvalidError{Field: "status-url", Value: shownTpl(), Accepted: "an http(s) URL template containing {key} or {id}, e.g. https://api.example.com/payments?key={key} (" + red.String(err.Error(), red.Secrets(nil, o.StatusURL)...) + ")"}
 		}
 		if c.allow != nil {
