@@ -55,7 +55,12 @@ type ListFilter struct {
 	// Limit is the page size. Defaults to 100; at most MaxListLimit.
 	Limit int
 	// Cursor continues a previous page (ListPage.Next); empty starts at the
-	// beginning.
+	// beginning. Without States, pages walk job ids, which never change: a
+	// job is on exactly one page. With States, pages walk each state's
+	// index, ordered by next_run_at (pending, unknown) or updated_at (the
+	// others): a job rescheduled between two pages without leaving its
+	// state (an unknown job leased for its status query, say) moves across
+	// the cursor and may be skipped or shown twice.
 	Cursor string
 	// Oldest lists the first jobs of each state's index instead of the
 	// newest: the earliest next_run_at for pending and unknown, the least

@@ -469,7 +469,7 @@ func (m *Main) list(ctx context.Context, args []string) error {
 	fs, db := m.flags("list", "[--state STATE]... [--oldest] [--limit N] [--cursor C] [--json | --json-page]")
 	states := fs.StringArray("state", nil, "only jobs in this state (repeatable)")
 	limit := fs.Int("limit", 50, fmt.Sprintf("page size (1-%d)", store.MaxListLimit))
-	cursor := fs.String("cursor", "", "continue after a previous page (printed as next)")
+	cursor := fs.String("cursor", "", "continue after a previous page (printed as next); with --state, a job rescheduled between pages within its state may be missed or shown twice (without --state every job is on exactly one page)")
 	oldest := fs.Bool("oldest", false, "oldest first within each --state (earliest next run / least recently updated)")
 	asJSON := fs.Bool("json", false, "print a JSON array of jobs (the next page's command goes to stderr)")
 	pageJSON := fs.Bool("json-page", false, `print the page as JSON: {"jobs": [...], "next": CURSOR}, next absent on the last page`)
