@@ -40,7 +40,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "time in-flight attempts get to finish on SIGINT/SIGTERM")
 	poll := fs.Duration("poll-interval", time.Second, "longest sleep when no work is due")
 	spread := fs.Duration("startup-spread", 2*time.Second, "spread due work over this long after start")
-	retention := fs.Duration("retention", 7*24*time.Hour, "delete succeeded/failed/canceled jobs older than this (0 keeps all)")
+	retention := fs.Duration("retention", 7*24*time.Hour, "delete succeeded/failed/canceled jobs older than this (0 keeps all, and turns the sweep off: keys reserved by earlier sweeps stay reserved)")
 	keyRetention := fs.Duration("key-retention", 30*24*time.Hour, "keep deleted jobs' keys reserved this long after their last update (at least --retention)")
 	if err := m.parse(fs, args); err != nil {
 		return err
