@@ -67,12 +67,22 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 			return &api.InvalidError{Field: "db", Value: fmt.Sprintf("%q", *db), Accepted: "a path in an existing directory where neither FILE, FILE.raw nor FILE.many exists (the bench deletes them when it ends)"}
 		}
 	}
-	// The profile file is created only once every flag is accepted.
-	var profile *os.File
+	// The profile files are created only once every flag is accepted, and
+	// before anything runs: a path that cannot be written is refused now,
+	// not after the whole bench.
+	var profile, memFile *os.File
+	if *memProfile != "" {
+		f, err := os.Create(*memProfile)
+		if err != nil {
+			return &api.InvalidError{Field: "memprofile", Value: fmt.Sprintf("%q", *memProfile), Accepted: "a file that can be created (" + err.Error() + ")"}
+		}
+		defer f.Close()
+		memFile = f
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
-			return err
+			return &api.InvalidError{Field: "cpuprofile", Value: fmt.Sprintf("%q", *cpuProfile), Accepted: "a file that can be created (" + err.Error() + ")"}
 		}
 		defer f.Close()
 		profile = f
@@ -92,13 +102,8 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *memProfile != "" {
-		f, err := os.Create(*memProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+	if memFile != nil {
+		if err := pprof.Lookup("allocs").WriteTo(memFile, 0); err != nil {
 			return err
 		}
 	}

@@ -185,8 +185,13 @@ func httpCeiling(ctx context.Context, cfg Config, n int) (float64, error) {
 	}
 	defer tgt.srv.Close()
 	conns := cfg.MaxConnsPerHost
-	if conns == 0 {
+	switch {
+	case conns == 0:
 		conns = min(cfg.Workers, runner.DefaultMaxConnsPerHost)
+	case conns < 0:
+		// No limit: the runner keeps up to one connection per worker,
+		// and Workers senders never need more.
+		conns = cfg.Workers
 	}
 	newClient := runner.NewHTTPClient
 	if cfg.NetHTTP {
@@ -233,6 +238,10 @@ func request(url string, i int) (api.Request, api.EnqueueOptions) {
 			Key:            "bench-" + strconv.Itoa(i),
 			StatusURL:      url + "/payments/{key}",
 			AttemptTimeout: 10 * time.Second,
+			// A long run (--jobs up to 10,000,000) must not outlive its
+			// jobs: one claimed past its deadline fails, and the bench
+			// would wait for its success for ever.
+			Deadline: api.MaxDeadline,
 		}
 }
 
@@ -300,7 +309,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.EnqueueManyJobsPerS, err = enqueueMany(ctx, manyPath, tgt.url, cfg.Jobs)
+	res.EnqueueManyJobsPerS, err = enqueueMany(ctx, manyPath, tgt.url, cfg.Jobs, cfg.Preload)
 	stop()
 	if err != nil {
 		return nil, err
@@ -359,8 +368,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	el := time.Since(start)
 	res.EnqueueJobsPerS = float64(cfg.Jobs) / el.Seconds()
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	res.EnqueueP50Ms = ms(lat[len(lat)/2])
-	res.EnqueueP99Ms = ms(lat[len(lat)*99/100])
+	res.EnqueueP50Ms = ms(percentile(lat, 50))
+	res.EnqueueP99Ms = ms(percentile(lat, 99))
 	fmt.Fprintf(cfg.Out, "Enqueue (%d producers): %.0f jobs/s, p50 %.2f ms, p99 %.2f ms\n", cfg.Producers, res.EnqueueJobsPerS, res.EnqueueP50Ms, res.EnqueueP99Ms)
 
 	// Work them.
@@ -375,6 +384,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var succeeded atomic.Int64
 	done := make(chan struct{})
 	var doneOnce sync.Once
+	var lost atomic.Pointer[store.Job] // a job that ended other than succeeded
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r, err := c.NewRunner(runner.Config{
@@ -383,8 +393,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		NetHTTP:         cfg.NetHTTP,
 		StartupSpread:   time.Millisecond,
 		OnWrite: func(j *store.Job) {
-			if j.State == store.StateSucceeded && succeeded.Add(1) == int64(cfg.Jobs) {
-				doneOnce.Do(func() { close(done) })
+			switch {
+			case j.State == store.StateSucceeded:
+				if succeeded.Add(1) == int64(cfg.Jobs) {
+					doneOnce.Do(func() { close(done) })
+				}
+			case j.State.Terminal() || j.State == store.StateNeedsAttention:
+				// It will never succeed: fail the bench, do not wait.
+				if lost.CompareAndSwap(nil, j) {
+					doneOnce.Do(func() { close(done) })
+				}
 			}
 		},
 	})
@@ -395,6 +413,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if stop, err = cfg.profile("work"); err != nil {
 		return nil, err
 	}
+	var stopOnce sync.Once
+	stopWork := func() { stopOnce.Do(stop) }
+	defer stopWork()
 	start = time.Now()
 	cpu0 := cpuTime()
 	go func() { runErr <- r.Run(rctx) }()
@@ -407,9 +428,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	el = time.Since(start)
 	res.WorkCPUMicrosPerJob = float64(cpuTime()-cpu0) / float64(time.Microsecond) / float64(cfg.Jobs)
-	stop()
+	stopWork()
 	cancel()
 	<-runErr
+	if j := lost.Load(); j != nil {
+		return nil, fmt.Errorf("bench: job %s ended %s (%s); its figures would not be of N worked jobs", j.ID, j.State, j.LastError)
+	}
 	commits1, _ := c.Store().Counters()
 	res.WorkedJobsPerS = float64(cfg.Jobs) / el.Seconds()
 	res.CommitsPerJob = float64(commits1-commits0) / float64(cfg.Jobs)
@@ -442,7 +466,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer c2.Close()
-	r2, err := c2.NewRunner(runner.Config{Workers: cfg.Workers, StartupSpread: time.Millisecond})
+	r2, err := c2.NewRunner(runner.Config{Workers: cfg.Workers, MaxConnsPerHost: cfg.MaxConnsPerHost, NetHTTP: cfg.NetHTTP, StartupSpread: time.Millisecond})
 	if err != nil {
 		return nil, err
 	}
@@ -464,12 +488,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-func enqueueMany(ctx context.Context, path, url string, n int) (float64, error) {
+func enqueueMany(ctx context.Context, path, url string, n, preloaded int) (float64, error) {
 	c, err := api.Open(path, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
+	// --preload fills this store too: the figure is on the same store size
+	// as the others.
+	if preloaded > 0 {
+		if err := preload(ctx, c.Store(), preloaded); err != nil {
+			return 0, err
+		}
+	}
 	// Only the EnqueueMany calls are timed: building the items is the
 	// caller's work.
 	const batch = 5000
@@ -517,6 +548,13 @@ func preload(ctx context.Context, db *store.DB, n int) error {
 		}
 	}
 	return nil
+}
+
+// percentile is the nearest-rank p-th percentile of sorted: the smallest
+// value with at least p% of the values at or below it.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	rank := (len(sorted)*p + 99) / 100 // ceil(n·p/100), 1-based
+	return sorted[max(rank, 1)-1]
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
