@@ -132,6 +132,7 @@ type target struct {
 	srv      *http.Server
 	url      string
 	requests atomic.Int64
+	posts    atomic.Int64 // the creates: POSTs
 	first    chan struct{}
 	once     sync.Once
 }
@@ -146,6 +147,9 @@ func startTarget() (*target, error) {
 	t.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		t.requests.Add(1)
+		if r.Method == http.MethodPost {
+			t.posts.Add(1)
+		}
 		t.once.Do(func() { close(t.first) })
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
@@ -438,6 +442,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.WorkedJobsPerS = float64(cfg.Jobs) / el.Seconds()
 	res.CommitsPerJob = float64(commits1-commits0) / float64(cfg.Jobs)
 	res.TargetRequestsReceived = tgt.requests.Load()
+	if posts := tgt.posts.Load(); posts != int64(cfg.Jobs) {
+		// Counted at the target: each of the N jobs succeeded, so more
+		// POSTs than jobs means a job was sent twice.
+		return nil, fmt.Errorf("bench: the target received %d POSTs for %d jobs that each succeeded once; want exactly %d", posts, cfg.Jobs, cfg.Jobs)
+	}
 	c.Store().SetCommitObserver(func(time.Duration, int) {})
 	if n := commitN.Load(); n > 0 {
 		res.CommitMsAvg = ms(time.Duration(commitDur.Load() / n))
