@@ -495,6 +495,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cancel2()
 		<-r2done
 		return nil, errors.New("bench: no send within 30 s of restart")
+	case <-ctx.Done():
+		cancel2()
+		<-r2done
+		return nil, ctx.Err()
 	}
 	cancel2()
 	<-r2done
