@@ -70,24 +70,24 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	// The profile files are created only once every flag is accepted, and
 	// before anything runs: a path that cannot be written is refused now,
 	// not after the whole bench.
-	var profile, memFile *os.File
-	if *memProfile != "" {
-		f, err := os.Create(*memProfile)
-		if err != nil {
-			return &api.InvalidError{Field: "memprofile", Value: fmt.Sprintf("%q", *memProfile), Accepted: "a file that can be created (" + err.Error() + ")"}
-		}
-		defer f.Close()
-		memFile = f
+	memFile, err := createProfile("memprofile", *memProfile)
+	if err != nil {
+		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return &api.InvalidError{Field: "cpuprofile", Value: fmt.Sprintf("%q", *cpuProfile), Accepted: "a file that can be created (" + err.Error() + ")"}
+	if memFile != nil {
+		defer memFile.Close()
+	}
+	profile, err := createProfile("cpuprofile", *cpuProfile)
+	if err != nil {
+		if memFile != nil {
+			os.Remove(*memProfile) // bad input leaves nothing behind
 		}
-		defer f.Close()
-		profile = f
+		return err
+	}
+	if profile != nil {
+		defer profile.Close()
 		if *phase == "all" {
-			if err := pprof.StartCPUProfile(f); err != nil {
+			if err := pprof.StartCPUProfile(profile); err != nil {
 				return err
 			}
 			defer pprof.StopCPUProfile()
@@ -135,4 +135,17 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	row("peak RSS (incl. mapped file)", res.PeakRSSMiB, "MiB", false)
 	row("anonymous RSS at end", res.RSSAnonMiB, "MiB", false)
 	return tw.Flush()
+}
+
+// createProfile creates the file a profile flag names, refusing a path
+// that cannot be created as bad input; no path, no file.
+func createProfile(flag, path string) (*os.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, &api.InvalidError{Field: flag, Value: fmt.Sprintf("%q", path), Accepted: "a file that can be created (" + err.Error() + ")"}
+	}
+	return f, nil
 }
