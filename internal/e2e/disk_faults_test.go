@@ -144,6 +144,29 @@ func (r *fsyncRig) unback(pb int64) {
 	sh(r.t, "fallocate", "-p", "-o", strconv.FormatInt(pb*4096, 10), "-l", "4096", r.img)
 }
 
+// failWriteback makes the next writeback of page lb of file fail: the
+// tmpfs under the image is filled, the page's block punched out of the
+// image, and the tmpfs filled again.
+func (r *fsyncRig) failWriteback(file string, lb int64) {
+	pb := r.physBlock(file, lb)
+	r.fillTmpfs()
+	r.unback(pb)
+	r.fillTmpfs()
+}
+
+// storeThenFailNextMeta stores three jobs through c and syncs them, then
+// makes the next commit's meta page fail its writeback (its fdatasync
+// fails after the data pages were synced).
+func (r *fsyncRig) storeThenFailNextMeta(c *api.Client, path string) {
+	for i := range 3 {
+		if _, err := c.Enqueue(context.Background(), api.Request{URL: "http://127.0.0.1:9/pay", Body: []byte("base")}, api.EnqueueOptions{Key: fmt.Sprintf("base-%d", i)}); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	sh(r.t, "sync")
+	r.failWriteback(path, nextMetaPage(r.t, path))
+}
+
 // nextMetaPage is the bbolt meta page the next commit of the file writes.
 func nextMetaPage(t *testing.T, path string) int64 {
 	b, err := os.ReadFile(path)
@@ -167,21 +190,8 @@ func TestMetaFsyncFailureAcknowledgesNothing(t *testing.T) {
 	r := newFsyncRig(t)
 	path := filepath.Join(r.mnt, "f.db")
 	ctx := context.Background()
-	c, err := api.Open(path, &api.Options{Warn: io.Discard, Store: &store.Options{CommitLinger: 50 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if _, err := c.Enqueue(ctx, api.Request{URL: "http://127.0.0.1:9/pay", Body: []byte("base")}, api.EnqueueOptions{Key: fmt.Sprintf("base-%d", i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sh(t, "sync")
-	meta := nextMetaPage(t, path)
-	pb := r.physBlock(path, meta)
-	r.fillTmpfs()
-	r.unback(pb)
-	r.fillTmpfs()
+	c := openAt(t, path, api.Options{Store: &store.Options{CommitLinger: 50 * time.Millisecond}})
+	r.storeThenFailNextMeta(c, path)
 
 	commits0, _ := c.Store().Counters()
 	// Two enqueues at once: one batch, one commit.
@@ -249,10 +259,7 @@ func TestImmutableFileWhileRunning(t *testing.T) {
 	path := filepath.Join(r.mnt, "ro.db")
 	ctx := context.Background()
 	ft := newCountingTarget(t)
-	c, err := api.Open(path, &api.Options{Warn: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := openAt(t, path, api.Options{})
 	const n = 200
 	for i := range n {
 		enqueue(t, c, ft.url(), []byte(`{"a":1}`), api.EnqueueOptions{Key: fmt.Sprintf("im-%03d", i)})
@@ -266,6 +273,7 @@ func TestImmutableFileWhileRunning(t *testing.T) {
 	cfg := faultConfig()
 	cfg.UntilIdle = false
 	cfg.Workers = 4
+	wrote := watchProgress(&cfg)
 	rn, err := c.NewRunner(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -285,17 +293,7 @@ func TestImmutableFileWhileRunning(t *testing.T) {
 		t.Errorf("target got %d more requests while no claim could be committed", d)
 	}
 	sh(t, "chattr", "-i", path)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, _ := c.Stats(ctx)
-		if st["succeeded"] == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the file became writable: %v", st)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	wrote.waitStats(t, c, 30*time.Second, "after the file became writable", func(st api.Stats) bool { return st["succeeded"] == n })
 	if err := stop(); err != nil {
 		t.Errorf("Run: %v", err)
 	}
@@ -315,10 +313,7 @@ func TestRunnerStopsOnMetaFsyncFailure(t *testing.T) {
 	path := filepath.Join(r.mnt, "run.db")
 	ctx := context.Background()
 	ft := newCountingTarget(t)
-	c, err := api.Open(path, &api.Options{Warn: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := openAt(t, path, api.Options{})
 	const n = 100
 	for i := range n {
 		enqueue(t, c, ft.url(), []byte(`{"a":1}`), api.EnqueueOptions{Key: fmt.Sprintf("mf-%03d", i)})
@@ -344,10 +339,7 @@ func TestRunnerStopsOnMetaFsyncFailure(t *testing.T) {
 	runErr := make(chan error, 1)
 	go func() { runErr <- rn.Run(rctx) }()
 	waitFor(t, started, 10, "first requests")
-	pb := r.physBlock(path, 0)
-	r.fillTmpfs()
-	r.unback(pb)
-	r.fillTmpfs()
+	r.failWriteback(path, 0)
 	time.Sleep(2 * time.Second)
 	for i := 1; i <= r.fillerN; i++ {
 		os.Remove(filepath.Join(r.tdir, fmt.Sprintf("filler-%d", i)))

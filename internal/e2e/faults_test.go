@@ -118,6 +118,43 @@ func faultConfig() runner.Config {
 	return cfg
 }
 
+// progress is signalled by every durable write a runner's worker makes
+// (Config.OnWrite), so a test waits on it for the store to reach a state
+// instead of polling on a timer.
+type progress chan struct{}
+
+// watchProgress makes cfg's runner signal the returned progress.
+func watchProgress(cfg *runner.Config) progress {
+	p := make(progress, 1) // a write after the last look is kept
+	cfg.OnWrite = func(*store.Job) {
+		select {
+		case p <- struct{}{}:
+		default:
+		}
+	}
+	return p
+}
+
+// waitStats looks at c's stats now and after each write until done holds
+// of them, and fails the test, saying what it waited for, if that takes
+// longer than timeout. It returns the stats done held of.
+func (p progress) waitStats(t *testing.T, c *api.Client, timeout time.Duration, what string, done func(api.Stats) bool) api.Stats {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		st, err := c.Stats(context.Background())
+		if err == nil && done(st) {
+			return st
+		}
+		select {
+		case <-p:
+		case <-deadline.C:
+			t.Fatalf("%s: stats %v (err %v)", what, st, err)
+		}
+	}
+}
+
 // runInBackground starts r.Run and returns a function that cancels it and
 // waits (at most runTimeout) for it to return.
 func runInBackground(t *testing.T, r *runner.Runner) (stop func() error) {

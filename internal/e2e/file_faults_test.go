@@ -22,10 +22,7 @@ import (
 // Enqueue that returned nil would be in a file nobody opens again, P1).
 func TestFileDeletedWhileOpenRefusesWrites(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "del.db")
-	c, err := api.Open(path, &api.Options{Warn: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := openAt(t, path, api.Options{})
 	ctx := context.Background()
 	if _, err := c.Enqueue(ctx, api.Request{URL: "http://127.0.0.1:9/pay", Body: []byte("a")}, api.EnqueueOptions{Key: "before"}); err != nil {
 		t.Fatal(err)
@@ -33,7 +30,7 @@ func TestFileDeletedWhileOpenRefusesWrites(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Enqueue(ctx, api.Request{URL: "http://127.0.0.1:9/pay", Body: []byte("b")}, api.EnqueueOptions{Key: "after-delete"})
+	_, err := c.Enqueue(ctx, api.Request{URL: "http://127.0.0.1:9/pay", Body: []byte("b")}, api.EnqueueOptions{Key: "after-delete"})
 	acked := err == nil
 	c.Close()
 	if !acked {
@@ -64,10 +61,7 @@ func TestFileReplacedWhileOpenStopsTheRunner(t *testing.T) {
 	defer ft.Close()
 	ctx := context.Background()
 
-	a, err := api.Open(path, &api.Options{Warn: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := openAt(t, path, api.Options{})
 	defer a.Close()
 	const n = 5
 	for i := range n {
@@ -137,10 +131,7 @@ func TestRealDiskFull(t *testing.T) {
 	}
 	defer ft.Close()
 	ctx := context.Background()
-	c, err := api.Open(path, &api.Options{Warn: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := openAt(t, path, api.Options{})
 	// A filler takes most of the space, to be freed later.
 	filler := filepath.Join(dir, "filler")
 	if err := os.WriteFile(filler, make([]byte, 700<<10), 0o600); err != nil {
@@ -166,7 +157,9 @@ func TestRealDiskFull(t *testing.T) {
 		t.Errorf("refusal on a full disk: %q, want ENOSPC named and 'nothing committed'", full)
 	}
 	// A runner on the full disk for a moment.
-	r, err := c.NewRunner(faultConfig())
+	cfg := faultConfig()
+	wrote := watchProgress(&cfg)
+	r, err := c.NewRunner(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,17 +178,9 @@ func TestRealDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(runTimeout)
-	for {
-		st, err := c.Stats(ctx)
-		if err == nil && st["succeeded"] == int64(len(acked)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the disk was freed: stats %v (err %v), want %d succeeded", st, err, len(acked))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	wrote.waitStats(t, c, runTimeout, fmt.Sprintf("after the disk was freed, want %d succeeded", len(acked)), func(st api.Stats) bool {
+		return st["succeeded"] == int64(len(acked))
+	})
 	if err := stop(); err != nil {
 		t.Errorf("Run: %v", err)
 	}
@@ -224,10 +209,7 @@ func TestDiskFillsWhileRunning(t *testing.T) {
 	}
 	defer ft.Close()
 	ctx := context.Background()
-	c, err := api.Open(path, &api.Options{Warn: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := openAt(t, path, api.Options{})
 	const n = 300
 	body := []byte(`{"amount":1,"pad":"` + strings.Repeat("y", 1<<10) + `"}`)
 	for i := range n {
@@ -236,6 +218,7 @@ func TestDiskFillsWhileRunning(t *testing.T) {
 	cfg := faultConfig()
 	cfg.UntilIdle = false
 	cfg.Workers = 8
+	wrote := watchProgress(&cfg)
 	r, err := c.NewRunner(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -257,18 +240,10 @@ func TestDiskFillsWhileRunning(t *testing.T) {
 	st, _ := c.Stats(ctx)
 	t.Logf("full disk: %d creates so far, stats %v", before, st)
 	os.Remove(filler)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, err := c.Stats(ctx)
-		if err == nil && st["succeeded"]+st["needs_attention"]+st["failed"] == n {
-			t.Logf("final stats %v", st)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the disk was freed: stats %v (err %v)", st, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	st = wrote.waitStats(t, c, 30*time.Second, "after the disk was freed", func(st api.Stats) bool {
+		return st["succeeded"]+st["needs_attention"]+st["failed"] == n
+	})
+	t.Logf("final stats %v", st)
 	if err := stop(); err != nil {
 		t.Errorf("Run: %v", err)
 	}

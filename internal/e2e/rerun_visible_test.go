@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -29,21 +28,8 @@ func TestRerunVisibleFailureFailsTheStore(t *testing.T) {
 		}
 		return nil
 	}
-	c, err := api.Open(path, &api.Options{Warn: io.Discard, Store: &store.Options{CommitLinger: 50 * time.Millisecond, CommitHook: hook}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if _, err := c.Enqueue(ctx, api.Request{URL: "http://127.0.0.1:9/pay", Body: []byte("base")}, api.EnqueueOptions{Key: fmt.Sprintf("base-%d", i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sh(t, "sync")
-	meta := nextMetaPage(t, path)
-	pb := r.physBlock(path, meta)
-	r.fillTmpfs()
-	r.unback(pb)
-	r.fillTmpfs()
+	c := openAt(t, path, api.Options{Store: &store.Options{CommitLinger: 50 * time.Millisecond, CommitHook: hook}})
+	r.storeThenFailNextMeta(c, path)
 	armed.Store(true)
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
@@ -56,10 +42,7 @@ func TestRerunVisibleFailureFailsTheStore(t *testing.T) {
 	t.Logf("refused batch: %v; results: %v", refused.Load(), errs)
 	c.Close()
 	r.remount()
-	c2, err := api.Open(path, &api.Options{Warn: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c2 := openAt(t, path, api.Options{})
 	defer c2.Close()
 	for i, e := range errs {
 		k := fmt.Sprintf("x-%d", i)
