@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemrun/idemrun/internal/loopback"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -18,33 +19,18 @@ import (
 // connection ("hold") or closes it ("close").
 func earlyTarget(t *testing.T, resp, mode string) (string, *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var heads atomic.Int64
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done); ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				if _, err := http.ReadRequest(br); err != nil {
-					return
-				}
-				heads.Add(1)
-				_, _ = io.WriteString(c, resp)
-				if mode == "hold" {
-					<-done
-				}
-			}()
+	ln := loopback.Serve(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
 		}
-	}()
+		heads.Add(1)
+		_, _ = io.WriteString(c, resp)
+		if mode == "hold" {
+			<-t.Context().Done()
+		}
+	})
 	return "http://" + ln.Addr().String(), &heads
 }
 

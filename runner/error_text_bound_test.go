@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemrun/idemrun/internal/loopback"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -16,35 +17,21 @@ import (
 // a few KiB, so one answer cannot grow the job record by megabytes (the
 // history is bounded in events and in bytes).
 func TestErrorTextStoredBounded(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	ln := loopback.Serve(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for { // read the request head
+			l, err := br.ReadString('\n')
+			if err != nil || l == "\r\n" {
+				break
 			}
-			go func(c net.Conn) {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for { // read the request head
-					l, err := br.ReadString('\n')
-					if err != nil || l == "\r\n" {
-						break
-					}
-				}
-				_, _ = br.Discard(br.Buffered())
-				_, _ = c.Write([]byte("HTTP/1.1" + strings.Repeat("\x01", 4<<20) + "\r\n\r\n"))
-				// Close only after the client has: closing with its bytes
-				// unread would reset the connection under the answer.
-				_ = c.(*net.TCPConn).CloseWrite()
-				_, _ = io.Copy(io.Discard, c)
-			}(c)
 		}
-	}()
+		_, _ = br.Discard(br.Buffered())
+		_, _ = c.Write([]byte("HTTP/1.1" + strings.Repeat("\x01", 4<<20) + "\r\n\r\n"))
+		// Close only after the client has: closing with its bytes
+		// unread would reset the connection under the answer.
+		_ = c.(*net.TCPConn).CloseWrite()
+		_, _ = io.Copy(io.Discard, c)
+	})
 	db := openStore(t)
 	j := newJob("http://"+ln.Addr().String(), func(j *store.Job) { j.MaxAttempts = 3; j.KeyTTL = time.Hour })
 	enqueue(t, db, j)

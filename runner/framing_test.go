@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemrun/idemrun/internal/loopback"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -23,38 +24,23 @@ type rawTarget struct {
 
 func newRawTarget(t *testing.T, respond func(c net.Conn, br *bufio.Reader, n int64) bool) *rawTarget {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &rawTarget{ln: ln}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	rt := &rawTarget{}
+	rt.ln = loopback.Serve(t, func(c net.Conn) {
+		rt.conns.Add(1)
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			rt.conns.Add(1)
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					if _, err := io.Copy(io.Discard, req.Body); err != nil {
-						return
-					}
-					n := rt.creates.Add(1)
-					if !respond(c, br, n) {
-						return
-					}
-				}
-			}()
+			if _, err := io.Copy(io.Discard, req.Body); err != nil {
+				return
+			}
+			if !respond(c, br, rt.creates.Add(1)) {
+				return
+			}
 		}
-	}()
+	})
 	return rt
 }
 

@@ -10,34 +10,21 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/idemrun/idemrun/internal/loopback"
 )
 
 // heldTarget reads a request head, writes answer, and then neither reads
 // nor closes until the test ends.
 func heldTarget(t *testing.T, answer string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done); ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-					return
-				}
-				_, _ = io.WriteString(c, answer)
-				<-done
-			}()
+	ln := loopback.Serve(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
 		}
-	}()
+		_, _ = io.WriteString(c, answer)
+		<-t.Context().Done()
+	})
 	return "http://" + ln.Addr().String()
 }
 
@@ -72,37 +59,23 @@ func TestLargeBodyBadAnswerReportedAtOnce(t *testing.T) {
 // as complete, and the one connection serves every exchange.
 func TestLargeBodyConnectionReused(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	var conns atomic.Int64
-	go func() {
+	ln := loopback.Serve(t, func(c net.Conn) {
+		conns.Add(1)
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			conns.Add(1)
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					if _, err := io.Copy(io.Discard, req.Body); err != nil {
-						return
-					}
-					if _, err := io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok"); err != nil {
-						return
-					}
-				}
-			}()
+			if _, err := io.Copy(io.Discard, req.Body); err != nil {
+				return
+			}
+			if _, err := io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok"); err != nil {
+				return
+			}
 		}
-	}()
+	})
 	tr := newTransport(2, 2, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	const n = 200

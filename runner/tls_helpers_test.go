@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/internal/loopback"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -181,21 +182,8 @@ type fakeProxy struct {
 }
 
 func newFakeProxy(t *testing.T) *fakeProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &fakeProxy{ln: ln}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.serve(c)
-		}
-	}()
+	p := &fakeProxy{}
+	p.ln = loopback.Serve(t, p.serve)
 	return p
 }
 
@@ -208,8 +196,8 @@ func (p *fakeProxy) addr(hp string) string {
 	return hp
 }
 
+// serve answers one client connection (loopback.Serve closes it).
 func (p *fakeProxy) serve(c net.Conn) {
-	defer c.Close()
 	br := bufio.NewReader(c)
 	var up net.Conn
 	var upr *bufio.Reader

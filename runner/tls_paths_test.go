@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemrun/idemrun/internal/loopback"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -37,35 +38,21 @@ func newPlain(t *testing.T, hits *atomic.Int64, codes ...int) string {
 // rawProxy records the exact bytes of every request sent to it and
 // answers 429 with Connection: close.
 func rawProxy(t *testing.T) (*url.URL, func() []string) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	var mu sync.Mutex
 	var recs []string
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				var buf bytes.Buffer
-				br := bufio.NewReader(io.TeeReader(c, &buf))
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				io.ReadAll(req.Body)
-				mu.Lock()
-				recs = append(recs, buf.String())
-				mu.Unlock()
-				io.WriteString(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-			}()
+	ln := loopback.Serve(t, func(c net.Conn) {
+		var buf bytes.Buffer
+		br := bufio.NewReader(io.TeeReader(c, &buf))
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
 		}
-	}()
+		io.ReadAll(req.Body)
+		mu.Lock()
+		recs = append(recs, buf.String())
+		mu.Unlock()
+		io.WriteString(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	})
 	return &url.URL{Scheme: "http", Host: ln.Addr().String()}, func() []string {
 		mu.Lock()
 		defer mu.Unlock()

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/idemrun/idemrun/internal/loopback"
 )
 
 func tlsChecker(pool any) *HTTPChecker {
@@ -72,18 +74,8 @@ func TestCheckerTLS(t *testing.T) {
 	if a.Outcome != NoAnswer {
 		t.Error(a.Outcome)
 	}
-	// handshake stall
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
+	// handshake stall: connections held open, never answered
+	ln := loopback.Serve(t, func(net.Conn) { <-t.Context().Done() })
 	start := time.Now()
 	a = tlsChecker(trust).Check(context.Background(), q("https://"+ln.Addr().String()+"/gone/{key}"))
 	t.Logf("stall: %s %q %v after %v", a.Outcome, a.Detail, a.Err, time.Since(start))
@@ -91,20 +83,12 @@ func TestCheckerTLS(t *testing.T) {
 		t.Error(a.Outcome)
 	}
 	// closes after handshake
-	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
-	defer ln2.Close()
-	go func() {
-		for {
-			c, err := ln2.Accept()
-			if err != nil {
-				return
-			}
-			tc := tls.Server(c, &tls.Config{Certificates: srv.TLS.Certificates})
-			if tc.Handshake() == nil {
-				tc.Close()
-			}
+	ln2 := loopback.Serve(t, func(c net.Conn) {
+		tc := tls.Server(c, &tls.Config{Certificates: srv.TLS.Certificates})
+		if tc.Handshake() == nil {
+			tc.Close()
 		}
-	}()
+	})
 	a = tlsChecker(trust).Check(context.Background(), q("https://"+ln2.Addr().String()+"/gone/{key}"))
 	t.Logf("closed after handshake: %s %v", a.Outcome, a.Err)
 	if a.Outcome != NoAnswer {
