@@ -29,8 +29,9 @@ func socketFDs(t *testing.T) int {
 	return n
 }
 
-// maxSocketsDuring runs fn and returns the most sockets open while it ran.
-func maxSocketsDuring(t *testing.T, fn func()) int {
+// peakDuring runs fn and returns the largest value sample gave, sampled
+// every period while fn ran (what it measures is gone when fn returns).
+func peakDuring(period time.Duration, sample func() int64, fn func()) int64 {
 	stop := make(chan struct{})
 	var peak atomic.Int64
 	var wg sync.WaitGroup
@@ -38,20 +39,25 @@ func maxSocketsDuring(t *testing.T, fn func()) int {
 	go func() {
 		defer wg.Done()
 		for {
-			if n := int64(socketFDs(t)); n > peak.Load() {
+			if n := sample(); n > peak.Load() {
 				peak.Store(n)
 			}
 			select {
 			case <-stop:
 				return
-			case <-time.After(2 * time.Millisecond):
+			case <-time.After(period):
 			}
 		}
 	}()
 	fn()
 	close(stop)
 	wg.Wait()
-	return int(peak.Load())
+	return peak.Load()
+}
+
+// maxSocketsDuring runs fn and returns the most sockets open while it ran.
+func maxSocketsDuring(t *testing.T, fn func()) int {
+	return int(peakDuring(2*time.Millisecond, func() int64 { return int64(socketFDs(t)) }, fn))
 }
 
 // With --max-conns-per-host -1 the runner has no connection cap (one idle
@@ -80,36 +86,27 @@ func TestHTTPCeilingNoConnLimitUsesWorkersConns(t *testing.T) {
 // "1,000,000 end-state jobs" column).
 func TestRunPreloadFillsEnqueueManyStore(t *testing.T) {
 	dir := t.TempDir()
-	stop := make(chan struct{})
-	var peak atomic.Int64
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			m, _ := filepath.Glob(filepath.Join(dir, "*", "bench-many.db"))
-			for _, p := range m {
-				if fi, err := os.Stat(p); err == nil && fi.Size() > peak.Load() {
-					peak.Store(fi.Size())
-				}
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond):
+	manySize := func() int64 {
+		var size int64
+		m, _ := filepath.Glob(filepath.Join(dir, "*", "bench-many.db"))
+		for _, p := range m {
+			if fi, err := os.Stat(p); err == nil {
+				size = max(size, fi.Size())
 			}
 		}
-	}()
+		return size
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	_, err := Run(ctx, Config{Jobs: 200, Workers: 4, Producers: 2, Preload: 40000, Dir: dir})
-	close(stop)
-	wg.Wait()
+	var err error
+	peak := peakDuring(time.Millisecond, manySize, func() {
+		_, err = Run(ctx, Config{Jobs: 200, Workers: 4, Producers: 2, Preload: 40000, Dir: dir})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 40,000 stored jobs take well over 4 MiB.
-	if p := peak.Load(); p < 4<<20 {
+	if p := peak; p < 4<<20 {
 		t.Errorf("EnqueueMany ran on a %d-byte store: the %d preloaded jobs are not in it", p, 40000)
 	}
 }
