@@ -41,22 +41,8 @@ func copyInOneTx(t *testing.T, dir string, pageSize int) string {
 // records in the file's pages and refuses it as corrupt.
 func TestOpenRefusesWhenMetaMagicIsGone(t *testing.T) {
 	path := copyInOneTx(t, t.TempDir(), 0)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 512; i++ {
-		b[i] = 0 // the first sector of meta page 0
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(path, nil)
-	if err == nil {
-		st, _ := db.Stats()
-		db.Close()
-		t.Fatalf("Open laid out a fresh database over a file with 30 jobs (stats now %v); want ErrCorrupt", st)
-	}
+	zeroFirstSector(t, path)
+	err := openRefused(t, path, "a file with 30 jobs")
 	if !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("Open: %v, want ErrCorrupt", err)
 	}
@@ -70,23 +56,8 @@ func TestOpenRefuses16KPagesMetaGone(t *testing.T) {
 		t.Skip("OS page size is 16 KiB")
 	}
 	path := copyInOneTx(t, t.TempDir(), 16384)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 512; i++ {
-		b[i] = 0
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(path, nil)
-	if err == nil {
-		st, _ := db.Stats()
-		db.Close()
-		t.Fatalf("Open laid out a fresh database over a 16 KiB-page file with 30 jobs (stats now %v); want ErrCorrupt", st)
-	}
-	t.Logf("Open: %v", err)
+	zeroFirstSector(t, path)
+	t.Logf("Open: %v", openRefused(t, path, "a 16 KiB-page file with 30 jobs"))
 }
 
 // A new file whose first idemrun commit (the layout, txid 2, meta page 0)
@@ -113,4 +84,32 @@ func TestFirstCommitTornIsLaidOutAgain(t *testing.T) {
 		t.Fatalf("Open of a new file whose layout commit was torn (no job ever in it): %v", err)
 	}
 	db.Close()
+}
+
+// zeroFirstSector zeroes the first 512 bytes of the file at path: the
+// first sector of bbolt's meta page 0, magic included.
+func zeroFirstSector(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(b[:512])
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openRefused opens the damaged file at path, which holds what says, and
+// fails the test if Open accepted it (it would have laid out a fresh
+// database over the jobs); it returns Open's error.
+func openRefused(t *testing.T, path, what string) error {
+	t.Helper()
+	db, err := store.Open(path, nil)
+	if err == nil {
+		st, _ := db.Stats()
+		db.Close()
+		t.Fatalf("Open laid out a fresh database over %s (stats now %v); want ErrCorrupt", what, st)
+	}
+	return err
 }
