@@ -158,6 +158,16 @@ var ErrNotAllowed = errors.New("runner: target not allowed")
 // DefaultMaxConnsPerHost is the default cap on connections to one host.
 const DefaultMaxConnsPerHost = 128
 
+// DefaultDoer returns the Doer a Runner built with cfg sends attempts
+// through when cfg.Doer is nil: the runner's own transport (net/http's with
+// NetHTTP) with cfg's connection cap and its defaults. It has a
+// CloseIdleConnections method.
+func DefaultDoer(cfg Config) Doer {
+	cfg.Doer = nil
+	cfg.setDefaults()
+	return cfg.Doer
+}
+
 func (c *Config) setDefaults() {
 	if c.Workers <= 0 {
 		c.Workers = 16

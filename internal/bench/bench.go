@@ -160,15 +160,15 @@ func startTarget() (*target, error) {
 }
 
 // postOnce sends the POST of a worked job (its body, Content-Type and
-// Idempotency-Key headers) through client and reads the answer.
-func postOnce(ctx context.Context, client *http.Client, url string, body []byte) error {
+// Idempotency-Key headers) through doer and reads the answer.
+func postOnce(ctx context.Context, doer runner.Doer, url string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/payments", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", "bench-1")
-	resp, err := client.Do(req)
+	resp, err := doer.Do(req)
 	if err != nil {
 		return err
 	}
@@ -181,28 +181,18 @@ func postOnce(ctx context.Context, client *http.Client, url string, body []byte)
 }
 
 // httpCeiling sends n POSTs from cfg.Workers goroutines through the
-// runner's client to a target of its own, and returns requests/s.
+// runner's default Doer (the one its attempts use, with the same
+// connection cap) to a target of its own, and returns requests/s.
 func httpCeiling(ctx context.Context, cfg Config, n int) (float64, error) {
 	tgt, err := startTarget()
 	if err != nil {
 		return 0, err
 	}
 	defer tgt.srv.Close()
-	conns := cfg.MaxConnsPerHost
-	switch {
-	case conns == 0:
-		conns = min(cfg.Workers, runner.DefaultMaxConnsPerHost)
-	case conns < 0:
-		// No limit: the runner keeps up to one connection per worker,
-		// and Workers senders never need more.
-		conns = cfg.Workers
+	client := runner.DefaultDoer(runner.Config{Workers: cfg.Workers, MaxConnsPerHost: cfg.MaxConnsPerHost, NetHTTP: cfg.NetHTTP})
+	if c, ok := client.(interface{ CloseIdleConnections() }); ok {
+		defer c.CloseIdleConnections()
 	}
-	newClient := runner.NewHTTPClient
-	if cfg.NetHTTP {
-		newClient = runner.NewNetHTTPClient
-	}
-	client := newClient(conns)
-	defer client.CloseIdleConnections()
 	body := []byte(`{"amount":1000,"currency":"EUR"}`)
 	var next atomic.Int64
 	var firstErr atomic.Value
