@@ -121,7 +121,9 @@ func (m *Main) report(err error) int {
 	case errors.As(err, &ue), errors.Is(err, api.ErrInvalid):
 		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
 		return exitUsage
-	case errors.Is(err, store.ErrNotDatabase), errors.Is(err, store.ErrNewerSchema):
+	case errors.Is(err, store.ErrNotDatabase), errors.Is(err, store.ErrNewerSchema), errors.Is(err, store.ErrLocked):
+		// Bad input in the foundation issue's list: a path that is not an
+		// idemrun database, or one another process holds (nothing written).
 		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
 		return exitUsage
 	case errors.Is(err, api.ErrOutcomeUnknown):

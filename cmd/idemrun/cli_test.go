@@ -300,7 +300,8 @@ func TestCLIBadDatabasePath(t *testing.T) {
 }
 
 // A database held by another process (a runner without its socket): the
-// CLI fails within 5 s and names the lock holder's pid.
+// CLI fails within 5 s with exit 2 (a locked path is bad input, nothing is
+// written) and names the lock holder's pid.
 func TestCLILockedDatabase(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -316,11 +317,13 @@ func TestCLILockedDatabase(t *testing.T) {
 		{"stats", "--json"},
 		{"list"},
 		{"enqueue", "--url", "http://127.0.0.1:9/y"},
+		{"show", "no-such-key"},
+		{"cancel", "no-such-key"},
 		{"backup", filepath.Join(e.dir, "copy.db")},
 	} {
 		r := e.run(args...)
-		if r.code == 0 || !strings.Contains(r.stderr, "locked") || !strings.Contains(r.stderr, pid) {
-			t.Errorf("%v on a locked file: got\n%s\nwant a failure saying locked and naming %s", args, r, pid)
+		if r.code != 2 || !strings.Contains(r.stderr, "locked") || !strings.Contains(r.stderr, pid) {
+			t.Errorf("%v on a locked file: got\n%s\nwant exit 2 saying locked and naming %s", args, r, pid)
 		}
 		if r.took > 5*time.Second {
 			t.Errorf("%v on a locked file took %s, want at most 5s", args, r.took)

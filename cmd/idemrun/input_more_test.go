@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/idemrun/idemrun/store"
 )
 
 // An explicit "key_format": "" in a --from line is refused (exit 2), as
@@ -50,5 +52,33 @@ func TestDemoRefusesFewerJobsThanLives(t *testing.T) {
 	}
 	if r := e.run("demo", "--chaos", "--jobs", "5"); r.code != 2 || !strings.Contains(r.stderr, "= 21") {
 		t.Errorf("demo --chaos --jobs 5: got\n%s\nwant exit 2: --chaos means 20 kills, so at least 21 jobs", r)
+	}
+}
+
+// Repeated --data values are joined with '&', as curl joins repeated -d
+// values, @FILE parts included; before, the last one silently won.
+func TestRepeatedDataJoinedLikeCurl(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	part := filepath.Join(e.dir, "part.txt")
+	if err := os.WriteFile(part, []byte("c=3"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.ok("enqueue", "--db", e.db, "--url", "http://127.0.0.1:9/p", "--key", "d1",
+		"--data", "a=1", "--data", "b=2", "--data", "@"+part)
+	e.ok("enqueue", "--db", e.db, "--url", "http://127.0.0.1:9/p", "--key", "d2", "--data", "only")
+	db, err := store.Open(e.db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for key, want := range map[string]string{"d1": "a=1&b=2&c=3", "d2": "only"} {
+		j, err := db.GetByKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(j.Request.Body) != want {
+			t.Errorf("%s: stored body %q, want %q", key, j.Request.Body, want)
+		}
 	}
 }

@@ -25,7 +25,7 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 	url := fs.String("url", "", "target URL (http or https)")
 	method := fs.String("method", "POST", "HTTP method")
 	headers := fs.StringArrayP("header", "H", nil, "request header 'Name: value' (repeatable), like curl -H")
-	data := fs.String("data", "", "request body; @FILE reads it from a file, like curl")
+	data := fs.StringArray("data", nil, "request body; @FILE reads it from a file; repeated, the parts are joined with &, like curl's -d")
 	dataFile := fs.String("data-file", "", "read the request body from FILE, or - for standard input")
 	key := fs.String("key", "", "idempotency key (default: a new random UUIDv4)")
 	keyFormat := fs.String("key-format", "token", "Idempotency-Key header form: token or structured (IETF sf-string)")
@@ -80,14 +80,23 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 			return err
 		}
 		req.Body = b
-	case fs.Changed("data") && strings.HasPrefix(*data, "@"):
-		b, err := m.readBody((*data)[1:], "data")
-		if err != nil {
-			return err
-		}
-		req.Body = b
 	case fs.Changed("data"):
-		req.Body = []byte(*data)
+		// curl joins repeated -d values with '&'.
+		var body []byte
+		for i, d := range *data {
+			if i > 0 {
+				body = append(body, '&')
+			}
+			if strings.HasPrefix(d, "@") {
+				b, err := m.readBody(d[1:], "data")
+				if err != nil {
+					return err
+				}
+				d = string(b)
+			}
+			body = append(body, d...)
+		}
+		req.Body = body // its size is checked with the rest of the request
 	}
 	o := api.EnqueueOptions{Key: *key, StatusURL: *statusURL, KeyTTL: *keyTTL, MaxAttempts: *maxAttempts,
 		Deadline: *deadline, AttemptTimeout: *attemptTimeout, ReplaySafe: *replaySafe, NoEffectStatuses: *noEffect}
