@@ -88,10 +88,14 @@ type Options struct {
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 	// SensitiveHeaders are shown redacted in addition to Authorization,
-	// Proxy-Authorization, Cookie, Set-Cookie and X-Api-Key.
+	// Proxy-Authorization, Cookie, Set-Cookie and X-Api-Key. They are
+	// recorded in the database (unless it is opened read-only), so every
+	// later open redacts them too — the CLI, a runner's admin API and its
+	// logs — without being told; a recorded name is never removed.
 	SensitiveHeaders []string
 	// SensitiveParams are URL query parameters shown redacted in addition to
-	// api_key, token, access_token, signature and the like.
+	// api_key, token, access_token, signature and the like; recorded in the
+	// database as SensitiveHeaders are.
 	SensitiveParams []string
 	// AllowHosts, when non-empty, limits targets to these hosts (exact, or
 	// "*.example.com" for subdomains); link-local and metadata addresses
@@ -178,7 +182,33 @@ func Open(path string, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{db: db, opts: o, red: redact.New(o.SensitiveHeaders, o.SensitiveParams), allow: allow}, nil
+	red, err := sensitiveNames(db, so.ReadOnly, o.SensitiveHeaders, o.SensitiveParams)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Client{db: db, opts: o, red: red, allow: allow}, nil
+}
+
+// sensitiveNames records the extra sensitive names this open was given in
+// the database (unless it is read-only) and returns the redaction rules for
+// them and for every name recorded by earlier opens: a name an application
+// marked sensitive stays redacted for the CLI, a runner's admin API and its
+// logs, which open the file with no options of their own.
+func sensitiveNames(db *store.DB, readOnly bool, headers, params []string) (*redact.Redactor, error) {
+	if !readOnly {
+		if err := db.AddSensitiveNames(headers, params); err != nil {
+			return nil, err
+		}
+	}
+	hs, ps, err := db.SensitiveNames()
+	if err != nil {
+		return nil, err
+	}
+	if len(hs)+len(ps)+len(headers)+len(params) == 0 {
+		return redact.Default(), nil
+	}
+	return redact.New(append(hs, headers...), append(ps, params...)), nil
 }
 
 // Close closes the database after every acknowledged write is on disk.
