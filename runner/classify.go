@@ -183,6 +183,14 @@ func classifyTransport(err error, p Progress, shuttingDown bool) Verdict {
 		return Verdict{Class: ClassUnknown, Reason: "no response and no error"}
 	}
 	text := classifyErrorText(err)
+	if _, ok := errors.AsType[nothingWrittenError](err); ok {
+		// The runner's transport saw that no byte left, whatever p says.
+		p = Progress{GotConn: p.GotConn, Reused: p.Reused}
+		if reason, ok := classifyPermanent(err, text); ok {
+			return Verdict{Class: ClassPermanent, Reason: reason}
+		}
+		return Verdict{Class: ClassNoEffect, Reason: classifyNotSent(err, text, p, shuttingDown)}
+	}
 	if !p.WroteHeaders {
 		if reason, ok := classifyPermanent(err, text); ok {
 			return Verdict{Class: ClassPermanent, Reason: reason}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -294,6 +295,11 @@ func send(ctx context.Context, doer Doer, j *store.Job, bodyLimit int64, now fun
 	res.progress = tr.get()
 	if err != nil {
 		res.err = err
+		if _, ok := errors.AsType[nothingWrittenError](err); ok {
+			// The transport saw that no byte left; the trace's write hooks
+			// fire once the request is in its buffer, not on the wire.
+			res.progress.WroteHeaders, res.progress.WroteRequest = false, false
+		}
 		res.end = now()
 		return res
 	}

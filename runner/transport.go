@@ -74,11 +74,13 @@ type hostConns struct {
 
 // conn is one connection.
 type conn struct {
-	raw    net.Conn // the TCP connection
-	c      net.Conn // raw, or the TLS connection over it
+	raw    net.Conn       // the TCP connection
+	c      net.Conn       // raw, or the TLS connection over it
+	rec    *recordTracker // under the TLS connection; nil for plain TCP
 	in     budgetReader
-	br     *bufio.Reader // reads c through in
-	bw     *bufio.Writer
+	br     *bufio.Reader  // reads c through in
+	out    countingWriter // writes to c, counting what c took
+	bw     *bufio.Writer  // writes to c through out
 	idleAt time.Time
 }
 
@@ -101,8 +103,44 @@ func (c *conn) quiet() bool {
 		return false
 	}
 	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	// A record that has begun to arrive but is not whole sits in the TLS
+	// layer's raw input, where the peek cannot decrypt it: bytes are
+	// waiting all the same.
+	return errors.As(err, &ne) && ne.Timeout() && !c.rec.partial()
 }
+
+// recordTracker sits between a TLS connection and its socket and follows
+// the TLS record framing of the bytes read, so that a record read in part
+// (bytes the server sent that TLS cannot hand out yet) can be seen.
+type recordTracker struct {
+	net.Conn
+	hdr  [5]byte
+	nhdr int // bytes of the current record's header seen
+	left int // bytes of the current record's payload still to come
+}
+
+func (r *recordTracker) Read(p []byte) (int, error) {
+	n, err := r.Conn.Read(p)
+	for b := p[:n]; len(b) > 0; {
+		if r.left > 0 {
+			k := min(r.left, len(b))
+			r.left -= k
+			b = b[k:]
+			continue
+		}
+		k := copy(r.hdr[r.nhdr:], b)
+		r.nhdr += k
+		b = b[k:]
+		if r.nhdr == len(r.hdr) {
+			r.left = int(r.hdr[3])<<8 | int(r.hdr[4])
+			r.nhdr = 0
+		}
+	}
+	return n, err
+}
+
+// partial reports whether the bytes read so far end inside a record.
+func (r *recordTracker) partial() bool { return r != nil && (r.nhdr > 0 || r.left > 0) }
 
 // maxHeaderBytes caps a response head, interim responses included, as
 // net/http's Transport does by default.
@@ -213,10 +251,17 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if trace != nil && trace.GotConn != nil {
 		trace.GotConn(httptrace.GotConnInfo{Conn: c.c, Reused: reused, WasIdle: reused, IdleTime: idle})
 	}
+	sent := c.out.n
 	resp, stop, err := exchange(ctx, req, c, trace)
 	if err != nil {
 		c.close()
 		release()
+		if c.out.n == sent {
+			// Not one byte of the request reached the socket (over TLS:
+			// not one whole record), whatever the trace hooks said: they
+			// fire when bytes are in the write buffer.
+			err = nothingWrittenError{err}
+		}
 		return nil, err
 	}
 	b := &body{t: t, h: h, c: c, rc: resp.Body, stop: stop, release: release, ctx: ctx,
@@ -369,6 +414,24 @@ func readFinal(c *conn, req *http.Request, trace *httptrace.ClientTrace) (*http.
 	}
 }
 
+// countingWriter counts the bytes its writer took.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (cw *countingWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	cw.n += int64(n)
+	return n, err
+}
+
+// nothingWrittenError is an exchange that failed before any byte of the
+// request was written to the connection: the request was not sent.
+type nothingWrittenError struct{ error }
+
+func (e nothingWrittenError) Unwrap() error { return e.error }
+
 // withCtxErr returns err as the context's error when the context has
 // ended (the I/O error it caused kept in the message), so callers see
 // context.Canceled or context.DeadlineExceeded as net/http reports them.
@@ -498,7 +561,8 @@ func (t *transport) dial(ctx context.Context, req *http.Request) (*conn, error) 
 			cfg.ServerName = req.URL.Hostname()
 		}
 		cfg.NextProtos = []string{"http/1.1"}
-		tc := tls.Client(raw, cfg)
+		c.rec = &recordTracker{Conn: raw}
+		tc := tls.Client(c.rec, cfg)
 		hctx, cancel := context.WithTimeout(ctx, t.tlsTimeout)
 		err := tc.HandshakeContext(hctx)
 		cancel()
@@ -510,7 +574,8 @@ func (t *transport) dial(ctx context.Context, req *http.Request) (*conn, error) 
 	}
 	c.in = budgetReader{r: c.c, n: -1}
 	c.br = bufio.NewReader(&c.in)
-	c.bw = bufio.NewWriter(c.c)
+	c.out = countingWriter{w: c.c}
+	c.bw = bufio.NewWriter(&c.out)
 	return c, nil
 }
 
