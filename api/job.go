@@ -25,7 +25,13 @@ type Job struct {
 
 	Existing bool `json:"existing,omitempty"`
 
-	MaxAttempts    int           `json:"max_attempts"`
+	MaxAttempts int `json:"max_attempts"`
+	// AttemptsLeft is what the attempt limit still allows. Attempts counts
+	// every attempt started, some of which the limit does not count: sends
+	// answered 409 (in progress) and attempts before a manual retry. So
+	// Attempts may exceed MaxAttempts; MaxAttempts - AttemptsLeft is what
+	// the limit has counted.
+	AttemptsLeft   int           `json:"attempts_left"`
 	Deadline       time.Time     `json:"deadline"`
 	AttemptTimeout Duration      `json:"attempt_timeout"`
 	KeyTTL         Duration      `json:"key_ttl,omitempty"`
@@ -83,6 +89,7 @@ func (c *Client) summaryWith(j *store.Job, scrub func(string) string) *Job {
 		LastError:      scrub(j.LastError),
 		LastStatus:     j.LastStatus,
 		MaxAttempts:    j.MaxAttempts,
+		AttemptsLeft:   j.AttemptsLeft(),
 		Deadline:       j.Deadline,
 		AttemptTimeout: Duration(j.AttemptTimeout),
 		KeyTTL:         Duration(j.KeyTTL),

@@ -535,7 +535,7 @@ func (m *Main) list(ctx context.Context, args []string) error {
 		} else if j.LastClass != "" {
 			last = j.LastClass
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.Attempts, j.MaxAttempts, last, j.Method, trunc(j.URL, 48), ago(j.UpdatedAt), trunc(j.Key, 40))
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.MaxAttempts-j.AttemptsLeft, j.MaxAttempts, last, j.Method, trunc(j.URL, 48), ago(j.UpdatedAt), trunc(j.Key, 40))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -695,7 +695,12 @@ func renderJob(w io.Writer, j *api.Job) error {
 	for _, h := range j.Headers {
 		p("  header", "%s: %s", printable(h.Name), printable(h.Value))
 	}
-	p("attempts", "%d of %d (timeout %s each)", j.Attempts, j.MaxAttempts, time.Duration(j.AttemptTimeout))
+	if counted := j.MaxAttempts - j.AttemptsLeft; counted != j.Attempts {
+		// 409 answers and attempts before a manual retry are not counted.
+		p("attempts", "%d of %d counted, %d started (409 answers and attempts before a retry are not counted; timeout %s each)", counted, j.MaxAttempts, j.Attempts, time.Duration(j.AttemptTimeout))
+	} else {
+		p("attempts", "%d of %d (timeout %s each)", j.Attempts, j.MaxAttempts, time.Duration(j.AttemptTimeout))
+	}
 	if j.StatusURL != "" {
 		p("status url", "%s (%d queries)", printable(j.StatusURL), j.StatusQueries)
 	}
