@@ -17,6 +17,10 @@ import (
 	"github.com/idemrun/idemrun/statusquery"
 )
 
+// KeyAccepted says what an idempotency key may be (idemkey.Validate), for
+// error messages.
+const KeyAccepted = "1-255 printable ASCII characters (0x21-0x7E), no spaces or control characters, not starting with a double quote"
+
 // Limits on what a caller controls. Each is enforced at enqueue with an
 // *InvalidError naming the field.
 const (
@@ -242,7 +246,11 @@ func (c *Client) validate(req *Request, o *EnqueueOptions) error {
 	}
 	if o.Key != "" {
 		if err := idemkey.Validate(o.Key); err != nil {
-			return &InvalidError{Field: "key", Value: quoteShort(o.Key), Accepted: "1-255 printable ASCII characters (0x21-0x7E), no spaces or control characters"}
+			acc := KeyAccepted
+			if ke, ok := errors.AsType[*idemkey.InvalidKeyError](err); ok {
+				acc += " (this one " + ke.Reason + ")"
+			}
+			return &InvalidError{Field: "key", Value: quoteShort(o.Key), Accepted: acc}
 		}
 	}
 	if o.StatusURL != "" {

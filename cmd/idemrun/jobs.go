@@ -101,7 +101,7 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 	o := api.EnqueueOptions{Key: *key, StatusURL: *statusURL, KeyTTL: *keyTTL, MaxAttempts: *maxAttempts,
 		Deadline: *deadline, AttemptTimeout: *attemptTimeout, ReplaySafe: *replaySafe, NoEffectStatuses: *noEffect}
 	if fs.Changed("key") && *key == "" {
-		return &api.InvalidError{Field: "key", Value: `""`, Accepted: "1-255 printable ASCII characters (0x21-0x7E), no spaces or control characters; omit --key for a generated one"}
+		return &api.InvalidError{Field: "key", Value: `""`, Accepted: api.KeyAccepted + "; omit --key for a generated one"}
 	}
 	for _, c := range []struct {
 		name string
@@ -319,7 +319,7 @@ func (jl jsonLine) checkGiven(line int) error {
 	case jl.present["method"] && jl.Method == "":
 		return bad("method", `""`, "an HTTP method such as POST")
 	case jl.present["key"] && jl.Key == "":
-		return bad("key", `""`, "1-255 printable ASCII characters (0x21-0x7E)")
+		return bad("key", `""`, api.KeyAccepted)
 	case jl.present["key_format"] && jl.KeyFormat == "":
 		return bad("key_format", `""`, fromFields["key_format"])
 	case jl.present["max_attempts"] && jl.MaxAttempts < 1:
