@@ -518,7 +518,7 @@ func (m *Main) list(ctx context.Context, args []string) error {
 	}
 	more := ""
 	if page.Next != "" {
-		more = nextPageCommand(*db, ss, *limit, *oldest, page.Next)
+		more = nextPageCommand(*db, ss, *limit, *oldest, *asJSON, page.Next)
 	}
 	if *asJSON {
 		if more != "" {
@@ -548,7 +548,7 @@ func (m *Main) list(ctx context.Context, args []string) error {
 
 // nextPageCommand is the list command that prints the page after this one:
 // the same filters, order and page size, and the cursor.
-func nextPageCommand(db string, ss []store.State, limit int, oldest bool, next string) string {
+func nextPageCommand(db string, ss []store.State, limit int, oldest, asJSON bool, next string) string {
 	parts := []string{"idemrun list"}
 	if db != "" {
 		parts = append(parts, "--db "+shellQuote(db))
@@ -561,6 +561,9 @@ func nextPageCommand(db string, ss []store.State, limit int, oldest bool, next s
 	}
 	if limit != 50 {
 		parts = append(parts, fmt.Sprintf("--limit %d", limit))
+	}
+	if asJSON {
+		parts = append(parts, "--json")
 	}
 	return strings.Join(append(parts, "--cursor "+next), " ")
 }

@@ -44,18 +44,19 @@ func TestCLIListPages(t *testing.T) {
 		t.Run(strings.Join(first, " "), func(t *testing.T) {
 			e := e.with(t)
 			seen := map[string]int{}
-			args := first
+			// The next-page command is run as printed: it keeps --json.
+			args := append(append([]string(nil), first...), "--json")
 			for pages := 0; args != nil; pages++ {
 				if pages > n {
 					t.Fatalf("more than %d pages: the cursor does not advance (last %v)", n, args)
 				}
-				r := e.ok(append(args, "--json")...)
+				r := e.ok(args...)
 				for _, j := range jsonArray(t, r) {
 					seen[j["id"].(string)]++
 				}
 				args = nextArgs(t, r.stderr, "next: ")
-				if args != nil && (!strings.Contains(r.stderr, "--limit") || !strings.Contains(r.stderr, "--cursor")) {
-					t.Errorf("next-page command %q lost the page size or the cursor", r.stderr)
+				if args != nil && (!strings.Contains(r.stderr, "--limit") || !strings.Contains(r.stderr, "--cursor") || !strings.Contains(r.stderr, "--json")) {
+					t.Errorf("next-page command %q lost the page size, the cursor or --json", r.stderr)
 				}
 			}
 			want := n
