@@ -82,3 +82,25 @@ func TestRepeatedDataJoinedLikeCurl(t *testing.T) {
 		}
 	}
 }
+
+// enqueue --from counts the lines whose jobs were already stored under
+// their keys apart from the new ones, as a single enqueue says "existing"
+// (it said "enqueued 3 jobs" for three repeats).
+func TestFromSummaryCountsExistingJobs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p := filepath.Join(e.dir, "three.jsonl")
+	var lines string
+	for _, k := range []string{"f1", "f2", "f3"} {
+		lines += `{"url":"http://127.0.0.1:9/p","key":"` + k + `","data":"x"}` + "\n"
+	}
+	if err := os.WriteFile(p, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.ok("enqueue", "--db", e.db, "--from", p); !strings.Contains(r.stdout, "enqueued 3 jobs (0 already stored under their keys, 0 refused)") {
+		t.Errorf("first --from: %s", r)
+	}
+	if r := e.ok("enqueue", "--db", e.db, "--from", p); !strings.Contains(r.stdout, "enqueued 0 jobs (3 already stored under their keys, 0 refused)") {
+		t.Errorf("repeated --from: %s", r)
+	}
+}

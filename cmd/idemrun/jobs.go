@@ -449,9 +449,12 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 	if err != nil {
 		return err
 	}
-	failed := 0
+	failed, existing := 0, 0
 	out := []any{} // --json prints [] for no jobs, never null
 	for i, r := range res {
+		if r.Existing {
+			existing++
+		}
 		if r.Err != nil {
 			failed++
 			fmt.Fprintf(m.Stderr, "idemrun: --from line %d: %v\n", lines[i], r.Err)
@@ -466,7 +469,9 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 			return err
 		}
 	} else {
-		fmt.Fprintf(m.Stdout, "enqueued %d jobs (%d refused)\n", len(res)-failed, failed)
+		// Jobs found under their keys with the same request count apart,
+		// as a single enqueue says "existing".
+		fmt.Fprintf(m.Stdout, "enqueued %d jobs (%d already stored under their keys, %d refused)\n", len(res)-failed-existing, existing, failed)
 	}
 	if failed > 0 {
 		return &silentError{code: exitFailure}
