@@ -21,7 +21,7 @@ import (
 )
 
 func (m *Main) enqueue(ctx context.Context, args []string) error {
-	fs, db := m.flags("enqueue", "--url URL [--method POST] [-H 'Name: value']... [--data STRING | --data-file FILE|-] [--key KEY] [--status-url TEMPLATE] [--key-ttl D] [--max-attempts N] [--deadline D] [--attempt-timeout D] [--run-at TIME|D] [--json]\n       idemrun enqueue --from FILE|- [--json]   (JSON lines, one job each)")
+	fs, db := m.flags("enqueue", "--url URL [--method POST] [-H 'Name: value']... [--data STRING... | --data-file FILE|-] [--key KEY] [--status-url TEMPLATE] [--key-ttl D] [--max-attempts N] [--deadline D] [--attempt-timeout D] [--key-format token|structured] [--replay-safe] [--no-effect-status N,...] [--run-at TIME|D] [--allow-host HOST]... [--json]\n       idemrun enqueue --from FILE|- [--json]   (JSON lines, one job each)")
 	url := fs.String("url", "", "target URL (http or https)")
 	method := fs.String("method", "POST", "HTTP method")
 	headers := fs.StringArrayP("header", "H", nil, "request header 'Name: value' (repeatable), like curl -H")
@@ -861,7 +861,7 @@ func (m *Main) steer(ctx context.Context, name string, args []string, fn func(sv
 }
 
 func (m *Main) resolve(ctx context.Context, args []string) error {
-	fs, db := m.flags("resolve", "ID --as succeeded|failed --note TEXT")
+	fs, db := m.flags("resolve", "ID --as succeeded|failed --note TEXT [--json]")
 	as := fs.String("as", "", "succeeded or failed")
 	note := fs.String("note", "", "what you checked (required; recorded in the history)")
 	asJSON := fs.Bool("json", false, "print the job as JSON")
