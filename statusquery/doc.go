@@ -15,7 +15,13 @@
 //	2xx, JSON list (array, or "data" array), 0 items      NotFound
 //	2xx, JSON list with more than 1 item                  Duplicate: needs_attention
 //	2xx, JSON list with exactly 1 item                    that item's status/state as above, else FoundSucceeded
-//	other 2xx (not JSON, empty, over the body cap, ...)   FoundSucceeded: the job succeeds
+//	2xx, JSON null; an object whose status/state is       NoAnswer: no evidence either way
+//	     not_found, missing, unknown or none; an object
+//	     with "data": null and no status word
+//	other 2xx (not JSON, empty, a scalar, an object)      FoundSucceeded: the job succeeds
+//	2xx over the body cap                                 only what the prefix proves (an in-progress
+//	                                                        word: InProgress; a second list item:
+//	                                                        Duplicate), else NoAnswer
 //	timeout, transport error, 1xx, 3xx, 409, 429,         NoAnswer: query again with backoff under the
 //	     other 4xx, 5xx                                     status budget; never replay
 //
@@ -23,10 +29,13 @@
 // case-insensitively, with "-" and " " read as "_" ("InProgress" and
 // "in progress" count as in_progress); member names compare ASCII
 // case-insensitively. A status that is not a string (42, null, an object) is
-// ignored. A 2xx body over the cap is FoundSucceeded: a prefix cannot be
-// trusted for list lengths or later fields. An object that names status,
-// state or data twice is ambiguous and gives NoAnswer. Interpret is the pure
-// function behind the table.
+// ignored. An object that names status, state or data twice is ambiguous
+// and gives NoAnswer. Interpret is the pure function behind the table.
+//
+// HTTPChecker adds one rule on top: an HTML page (Content-Type text/html or
+// application/xhtml+xml) is NoAnswer, whether it comes with a 2xx (a login
+// page, a web app's catch-all route) or a 404/410 (a web server's or
+// proxy's own page, not the status API saying the key is unknown).
 //
 // The template holds {key} (the idempotency key) and/or {id} (the job id), in
 // the path or the query; ValidateTemplate says what is accepted and Expand
