@@ -611,3 +611,25 @@ func (c *Client) Sweep(ctx context.Context, olderThan, keysFor time.Duration) (i
 		}
 	}
 }
+
+// The store's errors that application code checks with errors.Is, here so
+// that code needs to import only this package. They are the store's own
+// values: errors.Is(err, api.ErrKeyConflict) and errors.Is(err,
+// store.ErrKeyConflict) agree.
+var (
+	// ErrKeyConflict: the idempotency key is held by a job with another
+	// request (method, URL, body, headers); nothing was written.
+	ErrKeyConflict = store.ErrKeyConflict
+	// ErrNotFound: no job has that id or key.
+	ErrNotFound = store.ErrNotFound
+	// ErrIllegalTransition: the job is not in a state the action applies
+	// to (cancel of a running job, retry of a succeeded one, ...).
+	ErrIllegalTransition = store.ErrIllegalTransition
+	// ErrLocked: another process holds the database file.
+	ErrLocked = store.ErrLocked
+	// ErrFailed: the store takes no more writes — a commit failed in a
+	// way that leaves its view of the file unlike the disk, or the file
+	// was deleted or replaced while open. Stop, check the disk or the
+	// file, and open it again.
+	ErrFailed = store.ErrFailed
+)

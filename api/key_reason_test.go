@@ -12,8 +12,8 @@ import (
 // list only the character rules (found in a contract review).
 func TestRefusedKeySaysWhy(t *testing.T) {
 	for key, want := range map[string]string{
-		`"q`:  "double quote",
-		"a b": "space at byte 1",
+		`"q`:   "double quote",
+		"a b":  "space at byte 1",
 		"a\tb": "control character 0x09",
 	} {
 		_, err := api.Validate(api.Request{Method: "POST", URL: "http://127.0.0.1:9/p"}, api.EnqueueOptions{Key: key}, nil)
