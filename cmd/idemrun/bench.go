@@ -42,6 +42,9 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	default:
 		return &api.InvalidError{Field: "profile-phase", Value: fmt.Sprintf("%q", *phase), Accepted: "all, work, many"}
 	}
+	if fs.Changed("profile-phase") && *cpuProfile == "" {
+		return usagef("bench: --profile-phase says what --cpuprofile FILE covers; give --cpuprofile with it")
+	}
 	if *jobs < 1 || *jobs > 10000000 {
 		return &api.InvalidError{Field: "jobs", Value: fmt.Sprint(*jobs), Accepted: "1 to 10000000"}
 	}

@@ -215,6 +215,8 @@ func TestCLIInvalidInputRefused(t *testing.T) {
 		{"from with key", []string{"enqueue", "--from", "-", "--key", "KK"}, "--key cannot be combined with --from"},
 		{"from with url", []string{"enqueue", "--from", "-", "--url", u}, "--url cannot be combined with --from"},
 		{"run status-budget 0", []string{"run", "--status-budget", "0"}, "invalid status-budget"},
+		{"run backoff cap below its base", []string{"run", "--backoff-base", "1s", "--backoff-cap", "1ms"}, "invalid backoff-cap"},
+		{"run backoff base above the default cap", []string{"run", "--backoff-base", "1m"}, "at least --backoff-base (1m0s)"},
 		{"run status-budget negative", []string{"run", "--status-budget", "-5"}, "invalid status-budget"},
 		{"run token file without admin", []string{"run", "--admin-token-file", "tok"}, "--admin-token-file"},
 		{"watch extra argument", []string{"watch", "--count", "1", "extra"}, "unexpected argument"},

@@ -51,12 +51,20 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if err := wf.check(); err != nil {
 		return err
 	}
-	for name, d := range map[string]time.Duration{"quiet-period": *quiet, "backoff-base": *backoffBase, "backoff-cap": *backoffCap,
-		"status-timeout": *statusTimeout, "retry-after-cap": *retryAfterCap, "shutdown-grace": *grace, "poll-interval": *poll,
-		"startup-spread": *spread, "status-backoff-base": *statusBackoffBase} {
-		if d <= 0 || d > 24*time.Hour {
-			return &api.InvalidError{Field: name, Value: d.String(), Accepted: "a positive duration up to 24h"}
+	// In flag order, so the first bad one is always the one named.
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"quiet-period", *quiet}, {"backoff-base", *backoffBase}, {"backoff-cap", *backoffCap},
+		{"status-timeout", *statusTimeout}, {"retry-after-cap", *retryAfterCap}, {"shutdown-grace", *grace}, {"poll-interval", *poll},
+		{"startup-spread", *spread}, {"status-backoff-base", *statusBackoffBase}} {
+		if f.d <= 0 || f.d > 24*time.Hour {
+			return &api.InvalidError{Field: f.name, Value: f.d.String(), Accepted: "a positive duration up to 24h"}
 		}
+	}
+	if *backoffCap < *backoffBase {
+		// Every delay would be the cap: a base above it is a mistake.
+		return &api.InvalidError{Field: "backoff-cap", Value: backoffCap.String(), Accepted: fmt.Sprintf("a duration at least --backoff-base (%s), up to 24h", *backoffBase)}
 	}
 	if *statusBudget < 1 || *statusBudget > 10000 {
 		return &api.InvalidError{Field: "status-budget", Value: fmt.Sprint(*statusBudget), Accepted: "an integer from 1 to 10000"}
@@ -97,11 +105,18 @@ func (m *Main) run(ctx context.Context, args []string) error {
 
 	tuneGC(m.Getenv)
 	path := m.dbPath(*db)
+	_, statErr := os.Stat(path)
 	client, err := api.Open(path, &api.Options{AllowHosts: *allow, Warn: m.Stderr})
 	if err != nil {
 		return err
 	}
 	defer client.Close()
+	if errors.Is(statErr, os.ErrNotExist) {
+		// A runner may start before anything is enqueued, so a missing
+		// file is created; a mistyped --db would otherwise look like a
+		// runner with nothing to do.
+		logger.Warn("created a new, empty database; if you meant an existing one, check --db or $IDEMRUN_DB", "db", path)
+	}
 
 	checker := &statusquery.HTTPChecker{Timeout: *statusTimeout}
 	metrics := api.NewMetrics(client)
