@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -80,6 +81,28 @@ func TestSucceededBodyOverCap(t *testing.T) {
 	}
 	if ev := got.LastEvent(store.EventAttempt); ev == nil || !ev.Truncated {
 		t.Errorf("attempt event = %+v, want Truncated", ev)
+	}
+}
+
+// TestHugeBodyLimitKeepsTheBody: a BodyLimit of math.MaxInt64 is taken as
+// MaxBodyLimit; the limit plus one used to overflow, and the answer's body
+// was kept empty and not marked truncated.
+func TestHugeBodyLimitKeepsTheBody(t *testing.T) {
+	t.Parallel()
+	db := openStore(t)
+	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request, _ int64, _ received) {
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"pay_1"}`)
+	})
+	j := newJob(tg.URL())
+	enqueue(t, db, j)
+	cfg := testConfig(t)
+	cfg.BodyLimit = math.MaxInt64
+	runIdle(t, db, cfg)
+	got := getJob(t, db, j.ID)
+	wantState(t, got, store.StateSucceeded)
+	if got.Result == nil || got.Result.Truncated || string(got.Result.Body) != `{"id":"pay_1"}` {
+		t.Fatalf("result = %+v, want the whole body", got.Result)
 	}
 }
 

@@ -90,7 +90,8 @@ type Config struct {
 	// KeyTTLMargin is subtracted from a job's key TTL before a replay
 	// without a status query. Defaults to 1 minute.
 	KeyTTLMargin time.Duration
-	// BodyLimit caps the response body kept per attempt. Defaults to 64 KiB.
+	// BodyLimit caps the response body kept per attempt. Defaults to 64 KiB;
+	// values above MaxBodyLimit are taken as MaxBodyLimit.
 	BodyLimit int64
 	// PollInterval is the longest the scheduler sleeps when it sees no due
 	// work. Defaults to 1 second.
@@ -158,6 +159,10 @@ var ErrNotAllowed = errors.New("runner: target not allowed")
 // DefaultMaxConnsPerHost is the default cap on connections to one host.
 const DefaultMaxConnsPerHost = 128
 
+// MaxBodyLimit is the largest Config.BodyLimit: 16 MiB of response body
+// kept per attempt.
+const MaxBodyLimit = 16 << 20
+
 // DefaultDoer returns the Doer a Runner built with cfg sends attempts
 // through when cfg.Doer is nil: the runner's own transport (net/http's with
 // NetHTTP) with cfg's connection cap and its defaults. It has a
@@ -215,6 +220,9 @@ func (c *Config) setDefaults() {
 	if c.BodyLimit <= 0 {
 		c.BodyLimit = 64 << 10
 	}
+	// The body is kept in the job's record, rewritten at each state
+	// change; and the limit plus one must not overflow when reading.
+	c.BodyLimit = min(c.BodyLimit, MaxBodyLimit)
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second
 	}
