@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"time"
 	"unicode/utf8"
 
@@ -73,6 +74,27 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // summary is the view used in lists: no history, no result.
 func (c *Client) summary(j *store.Job) *Job {
 	return c.summaryWith(j, c.scrubber(j))
+}
+
+// UnmarshalJSON reads a job object. One from a runner older than the
+// attempts_left field has none; its value is then what such a runner's
+// attempts meant, max_attempts - attempts (at least 0), rather than 0,
+// which would read as the whole budget used.
+func (j *Job) UnmarshalJSON(b []byte) error {
+	type plain Job // no methods: no recursion
+	aux := struct {
+		*plain
+		AttemptsLeft *int `json:"attempts_left"`
+	}{plain: (*plain)(j)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	if aux.AttemptsLeft != nil {
+		j.AttemptsLeft = *aux.AttemptsLeft
+	} else {
+		j.AttemptsLeft = max(0, j.MaxAttempts-j.Attempts)
+	}
+	return nil
 }
 
 func (c *Client) summaryWith(j *store.Job, scrub func(string) string) *Job {
