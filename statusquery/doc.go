@@ -14,10 +14,11 @@
 //	     rejected, canceled, cancelled, error}
 //	2xx, JSON list (array, or "data" array), 0 items      NotFound
 //	2xx, JSON list with more than 1 item                  Duplicate: needs_attention
-//	2xx, JSON list with exactly 1 item                    that item's status/state as above, else FoundSucceeded
-//	2xx, JSON null; an object whose status/state is       NoAnswer: no evidence either way
-//	     not_found, missing, unknown or none; an object
-//	     with "data": null and no status word
+//	2xx, JSON list with exactly 1 item                    that item read as an object below, else FoundSucceeded
+//	2xx, JSON null; an object (or a list's one item)      NoAnswer: no evidence either way
+//	     whose status/state is not_found, missing,
+//	     unknown or none; an object with "data": null
+//	     and no status word; a list whose one item is null
 //	other 2xx (not JSON, empty, a scalar, an object)      FoundSucceeded: the job succeeds
 //	2xx over the body cap                                 only what the prefix proves (an in-progress
 //	                                                        word: InProgress; a second list item:

@@ -205,6 +205,10 @@ func interpretList(raw []byte) (Outcome, string) {
 		return Duplicate, strconv.Itoa(n) + " items"
 	}
 	item := trimJSONSpace(first)
+	if string(item) == "null" {
+		// As a top-level null: no evidence either way.
+		return NoAnswer, "1 item, JSON null"
+	}
 	if len(item) == 0 || item[0] != '{' {
 		return FoundSucceeded, "1 item"
 	}
@@ -217,6 +221,11 @@ func interpretList(raw []byte) (Outcome, string) {
 	}
 	if out, detail := o.verdict(); out != "" {
 		return out, "1 item, " + detail
+	}
+	if notFoundWord(o) {
+		// The item's own word says nothing was found, as for the same
+		// object unwrapped: not a success.
+		return NoAnswer, "1 item, " + o.word() + " says not found"
 	}
 	if word := o.word(); word != "" {
 		return FoundSucceeded, "1 item, " + word

@@ -71,7 +71,11 @@ func protocolCases() []protocolCase {
 		{name: "one data item failed", status: 200, body: `{"data":[{"state":"failed"}]}`, want: statusquery.FoundFailed, wantDetail: `1 item, state "failed"`},
 		{name: "one item succeeded", status: 200, body: `[{"status":"succeeded"}]`, want: statusquery.FoundSucceeded, wantDetail: `1 item, status "succeeded"`},
 		{name: "one scalar item", status: 200, body: `["failed"]`, want: statusquery.FoundSucceeded, wantDetail: "1 item"},
-		{name: "one null item", status: 200, body: `[null]`, want: statusquery.FoundSucceeded, wantDetail: "1 item"},
+		// A null item is no evidence, as a top-level null is: this row
+		// expected found_succeeded until a review showed that it ends a
+		// job succeeded on no evidence (lost work, silently), where no
+		// answer queries again and then asks a person.
+		{name: "one null item", status: 200, body: `[null]`, want: statusquery.NoAnswer, wantDetail: "1 item, JSON null"},
 		{name: "nested list is one item", status: 200, body: `[[]]`, want: statusquery.FoundSucceeded, wantDetail: "1 item"},
 		{name: "item's own data not read", status: 200, body: `[{"data":[]}]`, want: statusquery.FoundSucceeded, wantDetail: "1 item"},
 
