@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/idemrun/idemrun/internal/httpsyntax"
 	"github.com/idemrun/idemrun/internal/redact"
 	"github.com/idemrun/idemrun/statusquery"
+	"github.com/idemrun/idemrun/store"
 )
 
 // KeyAccepted says what an idempotency key may be (idemkey.Validate), for
@@ -311,11 +313,47 @@ func (c *Client) validate(req *Request, o *EnqueueOptions) error {
 // database, and returns the first problem as an *InvalidError. allowHosts is
 // the optional target allowlist.
 func Validate(req Request, o EnqueueOptions, allowHosts []string) (*Request, error) {
+	return validateWith(redact.Default(), req, o, allowHosts)
+}
+
+// ValidateFor is Validate for a job that is to go into the database at
+// path: an error shows URLs redacted with the sensitive names recorded in
+// that file too (Options.SensitiveHeaders and SensitiveParams of earlier
+// opens). When the file exists but its names cannot be read — another
+// process holds it, say — every header and URL parameter value in the
+// error is hidden. Only a refused job costs the file's read.
+func ValidateFor(path string, req Request, o EnqueueOptions, allowHosts []string) (*Request, error) {
+	r, err := Validate(req, o, allowHosts)
+	if err == nil {
+		return r, nil
+	}
+	if _, serr := os.Stat(path); serr != nil {
+		return nil, err // no file, no recorded names: the defaults are all
+	}
+	return validateWith(recordedRedactor(path), req, o, allowHosts)
+}
+
+// recordedRedactor returns the redaction rules for the sensitive names
+// recorded in the database at path, or All when they cannot be read.
+func recordedRedactor(path string) *redact.Redactor {
+	db, err := store.Open(path, &store.Options{ReadOnly: true, MustExist: true, LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		return redact.All()
+	}
+	defer db.Close()
+	hs, ps, err := db.SensitiveNames()
+	if err != nil {
+		return redact.All()
+	}
+	return redact.New(hs, ps)
+}
+
+func validateWith(red *redact.Redactor, req Request, o EnqueueOptions, allowHosts []string) (*Request, error) {
 	a, err := newHostAllow(allowHosts)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: Options{DefaultMaxAttempts: DefaultMaxAttempts, DefaultDeadline: DefaultDeadline, DefaultAttemptTimeout: DefaultAttemptTO}, allow: a}
+	c := &Client{opts: Options{DefaultMaxAttempts: DefaultMaxAttempts, DefaultDeadline: DefaultDeadline, DefaultAttemptTimeout: DefaultAttemptTO}, allow: a, red: red}
 	req.Header = append([]Header(nil), req.Header...)
 	if err := c.validate(&req, &o); err != nil {
 		return nil, err

@@ -354,6 +354,11 @@ func (db *DB) Check() (CheckReport, error) {
 			add("bbolt: %v", cerr)
 		}
 		b := bucketsOf(tx)
+		for _, k := range [][]byte{metaSensitiveHeaders, metaSensitiveParams} {
+			if _, err := decodeNames(b.meta.Get(k)); err != nil {
+				add("meta %s: %v; every header and URL parameter value is shown redacted until the application opens the file with its sensitive names again, which replaces the list", k, err)
+			}
+		}
 		counts := map[State]int64{}
 		wantIndex := map[string]bool{}
 		keyOf := map[string]string{} // job id bytes → its key

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,17 +41,19 @@ func (db *DB) SensitiveNames() (headers, params []string, err error) {
 // parameter names in the database, in addition to those recorded before
 // (names are never removed: a name once treated as a secret stays one).
 // Names are compared without regard to case; blank ones are ignored. It
-// commits only when a name is new.
+// commits only when a name is new. A recorded list that cannot be read
+// (ErrCorrupt from SensitiveNames) is replaced by the names given, when
+// names are given for it: what it held cannot be known any more.
 func (db *DB) AddSensitiveNames(headers, params []string) error {
 	hs, ps := normalNames(headers), normalNames(params)
 	if len(hs) == 0 && len(ps) == 0 {
 		return nil
 	}
 	oldH, oldP, err := db.SensitiveNames()
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrCorrupt) {
 		return err
 	}
-	if subset(hs, oldH) && subset(ps, oldP) {
+	if err == nil && subset(hs, oldH) && subset(ps, oldP) {
 		return nil
 	}
 	return db.write(func(tx *bolt.Tx) error {
@@ -60,12 +63,15 @@ func (db *DB) AddSensitiveNames(headers, params []string) error {
 			key   []byte
 			names []string
 		}{{metaSensitiveHeaders, hs}, {metaSensitiveParams, ps}} {
+			if len(f.names) == 0 {
+				continue
+			}
 			old, err := decodeNames(meta.Get(f.key))
 			if err != nil {
-				return err
+				old = nil // damaged: replaced by the names given
 			}
 			all := normalNames(append(old, f.names...))
-			if slices.Equal(all, old) {
+			if err == nil && slices.Equal(all, old) {
 				continue
 			}
 			v, err := json.Marshal(all)
@@ -90,7 +96,7 @@ func decodeNames(v []byte) ([]string, error) {
 	}
 	var names []string
 	if err := json.Unmarshal(v, &names); err != nil {
-		return nil, fmt.Errorf("%w: sensitive names: %v; run `idemrun check`", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: its recorded sensitive names do not decode (%v)", ErrCorrupt, err)
 	}
 	return normalNames(names), nil
 }

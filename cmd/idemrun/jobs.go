@@ -126,13 +126,14 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 	}
 	// Validate (allowlist included) before the file is touched, so bad
 	// input writes nothing and the runner's socket is as good as the file.
-	if _, err := api.Validate(req, o, *allow); err != nil {
+	// Its errors hide the names the file records as sensitive too.
+	path := m.dbPath(*db)
+	if _, err := api.ValidateFor(path, req, o, *allow); err != nil {
 		return err
 	}
 	if o.Key == "" {
 		o.Key = idemkey.New() // here, so a second try after no answer is the same job
 	}
-	path := m.dbPath(*db)
 	svc, err := m.openService(path, true)
 	if err != nil {
 		return err
@@ -399,7 +400,7 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 				return &api.InvalidError{Field: fmt.Sprintf("--from line %d: run_at", line), Value: fmt.Sprintf("%q", jl.RunAt), Accepted: runAtAccepted}
 			}
 		}
-		if _, err := api.Validate(req, o, allow); err != nil {
+		if _, err := api.ValidateFor(path, req, o, allow); err != nil {
 			return fmt.Errorf("--from line %d: %w", line, err)
 		}
 		items = append(items, api.ManyItem{Request: req, Options: o})

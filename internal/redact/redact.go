@@ -36,7 +36,17 @@ func DefaultParams() []string {
 type Redactor struct {
 	headers map[string]bool // lower-case names
 	params  map[string]bool // lower-case names
+	all     bool            // every header and parameter is sensitive (All)
 }
+
+// allRedactor is All's Redactor, built once.
+var allRedactor = &Redactor{headers: nameSet(DefaultHeaders()), params: nameSet(DefaultParams()), all: true}
+
+// All returns a Redactor that treats every header and every URL parameter
+// as sensitive: for when the names that are sensitive cannot be known (a
+// database whose recorded names cannot be read), so nothing is shown in
+// clear that might be a secret.
+func All() *Redactor { return allRedactor }
 
 // New returns a Redactor that treats DefaultHeaders plus extraHeaders, and
 // DefaultParams plus extraParams, as sensitive. Names are compared without
@@ -81,7 +91,8 @@ func (r *Redactor) orDefault() *Redactor {
 // any name that looks like a credential's (secretLike).
 func (r *Redactor) IsSensitiveHeader(name string) bool {
 	n := strings.TrimSpace(name)
-	return r.orDefault().headers[strings.ToLower(n)] || secretLike(n)
+	r = r.orDefault()
+	return r.all || r.headers[strings.ToLower(n)] || secretLike(n)
 }
 
 // IsSensitiveParam reports whether values of the URL parameter called name
@@ -89,7 +100,8 @@ func (r *Redactor) IsSensitiveHeader(name string) bool {
 // and any name that looks like a credential's (secretLike).
 func (r *Redactor) IsSensitiveParam(name string) bool {
 	n := strings.TrimSpace(name)
-	return r.orDefault().params[strings.ToLower(n)] || secretLike(n)
+	r = r.orDefault()
+	return r.all || r.params[strings.ToLower(n)] || secretLike(n)
 }
 
 // secretWords are the words (between "-", "_", "." and the like) that make

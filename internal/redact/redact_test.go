@@ -222,3 +222,20 @@ func TestSecretLikeNames(t *testing.T) {
 		t.Errorf("presigned URL shown as %s", got)
 	}
 }
+
+// All hides every header value and every URL parameter value.
+func TestAllHidesEverything(t *testing.T) {
+	r := All()
+	if got := r.URL("https://h/p?a=1&b=two#c=3"); got != "https://h/p?a=REDACTED&b=REDACTED#c=REDACTED" {
+		t.Errorf("URL: %s", got)
+	}
+	if got := r.HeaderValue("X-Plain", "v"); got != Placeholder {
+		t.Errorf("HeaderValue: %s", got)
+	}
+	if got := r.HeaderValue("Authorization", "Bearer sk"); got != "Bearer "+Placeholder {
+		t.Errorf("Authorization: %s", got)
+	}
+	if New(nil, nil).IsSensitiveParam("a") {
+		t.Error("a default Redactor hides a parameter called a")
+	}
+}
