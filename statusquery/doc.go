@@ -20,9 +20,10 @@
 //	     unknown or none; an object with "data": null
 //	     and no status word; a list whose one item is null
 //	other 2xx (not JSON, empty, a scalar, an object)      FoundSucceeded: the job succeeds
-//	2xx over the body cap                                 only what the prefix proves (an in-progress
-//	                                                        word: InProgress; a second list item:
-//	                                                        Duplicate), else NoAnswer
+//	2xx over the body cap                                 only what the prefix proves (a top-level
+//	                                                        in-progress status/state: InProgress; a
+//	                                                        top-level list's second item: Duplicate),
+//	                                                        else NoAnswer
 //	timeout, transport error, 1xx, 3xx, 409, 429,         NoAnswer: query again with backoff under the
 //	     other 4xx, 5xx                                     status budget; never replay
 //
@@ -30,8 +31,8 @@
 // case-insensitively, with "-" and " " read as "_" ("InProgress" and
 // "in progress" count as in_progress); member names compare ASCII
 // case-insensitively. A status that is not a string (42, null, an object) is
-// ignored. An object that names status, state or data twice is ambiguous
-// and gives NoAnswer. Interpret is the pure function behind the table.
+// ignored. In a whole body, an object that names status, state or data
+// twice is ambiguous and gives NoAnswer. Interpret is the pure function behind the table.
 //
 // HTTPChecker adds one rule on top: an HTML page (Content-Type text/html or
 // application/xhtml+xml) is NoAnswer, whether it comes with a 2xx (a login
