@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -319,11 +320,25 @@ func TestRunnerStopsOnMetaFsyncFailure(t *testing.T) {
 		enqueue(t, c, ft.url(), []byte(`{"a":1}`), api.EnqueueOptions{Key: fmt.Sprintf("mf-%03d", i)})
 	}
 	sh(t, "sync")
+	// The target holds its answers from the 11th request on until the
+	// fault is armed, so the runner still has outcomes to commit (and meta
+	// pages to write) once the meta page's writeback fails. Without the
+	// hold, a slow failWriteback on a loaded machine could let the runner
+	// finish all n jobs first, commit nothing while the fault lasted, and
+	// never stop (seen once under make test).
 	started := make(chan struct{}, 1000)
+	armed := make(chan struct{})
+	var reqs atomic.Int64
 	ft.onRequest = func() {
 		select {
 		case started <- struct{}{}:
 		default:
+		}
+		if reqs.Add(1) > 10 {
+			select {
+			case <-armed:
+			case <-time.After(runTimeout):
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -338,8 +353,9 @@ func TestRunnerStopsOnMetaFsyncFailure(t *testing.T) {
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- rn.Run(rctx) }()
-	waitFor(t, started, 10, "first requests")
+	waitFor(t, started, 11, "first requests")
 	r.failWriteback(path, 0)
+	close(armed)
 	time.Sleep(2 * time.Second)
 	for i := 1; i <= r.fillerN; i++ {
 		os.Remove(filepath.Join(r.tdir, fmt.Sprintf("filler-%d", i)))
