@@ -60,6 +60,42 @@ func (s *splitConn) sendRest() error {
 	return err
 }
 
+// partialStrayServer serves two requests on a connection, through wrap (TLS, or
+// none): the first answer is followed by a stray 408 of which all but the
+// last 4 bytes are sent (for TLS, the record's last bytes), and the rest of
+// it comes only once the second request has arrived, before that
+// request's own answer. reqs counts the requests read.
+func partialStrayServer(t *testing.T, wrap func(net.Conn) net.Conn, reqs *atomic.Int64) func(net.Conn) {
+	return func(raw net.Conn) {
+		sc := &splitConn{Conn: raw}
+		c := wrap(sc)
+		br := bufio.NewReader(c)
+		for n := 1; n <= 2; n++ {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			reqs.Add(1)
+			if n == 2 {
+				// The rest of the stray answer, then the real one.
+				if sc.sendRest() != nil {
+					return
+				}
+				_, _ = fmt.Fprintf(c, "HTTP/1.1 201 Created\r\nContent-Length: 5\r\n\r\nreq-%d", n)
+				<-t.Context().Done()
+				return
+			}
+			sc.hold()
+			_, _ = fmt.Fprintf(c, "HTTP/1.1 201 Created\r\nContent-Length: 5\r\n\r\nreq-%d", n)
+			_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 5\r\n\r\nSTRAY")
+			if sc.release(4) != nil { // the stray answer's last 4 bytes held back
+				return
+			}
+		}
+	}
+}
+
 // A TLS server speaks out of turn: after its answer to request 1 it sends
 // an unsolicited 408 whose TLS record arrives only in part (all but its
 // last bytes) while the connection is idle. The stray bytes are waiting on
@@ -79,34 +115,7 @@ func TestTLSPartialStrayRecordDropsTheConnection(t *testing.T) {
 	ts.Close()
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
 	var reqs atomic.Int64
-	ln := loopback.Serve(t, func(raw net.Conn) {
-		sc := &splitConn{Conn: raw}
-		c := tls.Server(sc, cfg)
-		br := bufio.NewReader(c)
-		for n := 1; n <= 2; n++ {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			_, _ = io.Copy(io.Discard, req.Body)
-			reqs.Add(1)
-			if n == 2 {
-				// The rest of the stray record, then the real answer.
-				if sc.sendRest() != nil {
-					return
-				}
-				_, _ = fmt.Fprintf(c, "HTTP/1.1 201 Created\r\nContent-Length: 5\r\n\r\nreq-%d", n)
-				<-t.Context().Done()
-				return
-			}
-			sc.hold()
-			_, _ = fmt.Fprintf(c, "HTTP/1.1 201 Created\r\nContent-Length: 5\r\n\r\nreq-%d", n)
-			_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 5\r\n\r\nSTRAY")
-			if sc.release(4) != nil { // the stray record's last 4 bytes held back
-				return
-			}
-		}
-	})
+	ln := loopback.Serve(t, partialStrayServer(t, func(c net.Conn) net.Conn { return tls.Server(c, cfg) }, &reqs))
 	tr := newTransport(4, 4, nil)
 	tr.tlsConfig.RootCAs = pool
 	tr.tlsConfig.ServerName = "example.com"
@@ -132,31 +141,8 @@ func TestTLSPartialStrayRecordDropsTheConnection(t *testing.T) {
 // peek and the connection is dropped.
 func TestTCPPartialStrayDropsTheConnection(t *testing.T) {
 	t.Parallel()
-	ln := loopback.Serve(t, func(raw net.Conn) {
-		sc := &splitConn{Conn: raw}
-		br := bufio.NewReader(raw)
-		for n := 1; n <= 2; n++ {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			_, _ = io.Copy(io.Discard, req.Body)
-			if n == 2 {
-				if sc.sendRest() != nil {
-					return
-				}
-				_, _ = fmt.Fprintf(sc, "HTTP/1.1 201 Created\r\nContent-Length: 5\r\n\r\nreq-%d", n)
-				<-t.Context().Done()
-				return
-			}
-			sc.hold()
-			_, _ = fmt.Fprintf(sc, "HTTP/1.1 201 Created\r\nContent-Length: 5\r\n\r\nreq-%d", n)
-			_, _ = io.WriteString(sc, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 5\r\n\r\nSTRAY")
-			if sc.release(4) != nil {
-				return
-			}
-		}
-	})
+	var reqs atomic.Int64
+	ln := loopback.Serve(t, partialStrayServer(t, func(c net.Conn) net.Conn { return c }, &reqs))
 	tr := newTransport(4, 4, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	target := "http://" + ln.Addr().String() + "/pay"
