@@ -379,9 +379,9 @@ func TestClassifyErrorRealTransport(t *testing.T) {
 	}{
 		{"net/http", func() roundTripCloser { return &http.Transport{} },
 			func(u *url.URL) roundTripCloser { return &http.Transport{Proxy: http.ProxyURL(u)} }},
-		{"runner", func() roundTripCloser { return newTransport(0, 4, nil) },
+		{"runner", func() roundTripCloser { return newTransport(0, 4, nil, nil) },
 			func(u *url.URL) roundTripCloser {
-				tr := newTransport(0, 4, nil)
+				tr := newTransport(0, 4, nil, nil)
 				tr.proxy = http.ProxyURL(u)
 				tr.viaProxy.Proxy = http.ProxyURL(u)
 				return tr

@@ -49,8 +49,8 @@ func TestDirectDoerAnswersAsClientDo(t *testing.T) {
 	refused := "http://" + ln.Addr().String() + "/x"
 	ln.Close()
 
-	d := newHTTPClient(4, 4, nil).(directDoer)
-	c := clientWith(newTransport(4, 4, nil))
+	d := newHTTPClient(4, 4, nil, nil).(directDoer)
+	c := clientWith(newTransport(4, 4, nil, nil))
 	type answer struct {
 		status   int
 		body     string

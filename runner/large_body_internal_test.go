@@ -35,7 +35,7 @@ func heldTarget(t *testing.T, answer string) string {
 func TestLargeBodyBadAnswerReportedAtOnce(t *testing.T) {
 	t.Parallel()
 	url := heldTarget(t, "HTTP/1.1 abc nonsense\r\n\r\n")
-	tr := newTransport(2, 2, nil)
+	tr := newTransport(2, 2, nil, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
@@ -76,7 +76,7 @@ func TestLargeBodyConnectionReused(t *testing.T) {
 			}
 		}
 	})
-	tr := newTransport(2, 2, nil)
+	tr := newTransport(2, 2, nil, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	const n = 200
 	for range n {

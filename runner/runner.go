@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -149,6 +150,15 @@ type Config struct {
 	// proxy (HTTP_PROXY, HTTPS_PROXY) it sees the proxy's address only, not
 	// the target's: CheckSend's lookup is then the only check of the target.
 	DialControl func(network, address string, c syscall.RawConn) error
+	// TLSConfig, when set, is the TLS configuration the default Doer and
+	// the default HTTP checker start from for https targets: RootCAs for
+	// targets behind a private CA, Certificates (or GetClientCertificate)
+	// for targets that require a client certificate (mTLS). It is cloned;
+	// MinVersion is raised to TLS 1.2 if lower, and the runner's transport
+	// sets NextProtos and ServerName per connection. It also goes to an
+	// HTTPChecker given without a Doer or TLSConfig of its own. Nil means
+	// the system's roots and no client certificate.
+	TLSConfig *tls.Config
 }
 
 // ErrNotAllowed marks a CheckSend refusal that will not change on a retry
@@ -192,11 +202,11 @@ func (c *Config) setDefaults() {
 			newClient = newNetHTTPClient
 		}
 		if c.MaxConnsPerHost > 0 {
-			c.Doer = newClient(c.MaxConnsPerHost, c.MaxConnsPerHost, c.DialControl)
+			c.Doer = newClient(c.MaxConnsPerHost, c.MaxConnsPerHost, c.DialControl, c.TLSConfig)
 		} else {
 			// No limit: keep up to one idle connection per worker, so a
 			// busy host does not see connections closed and reopened.
-			c.Doer = newClient(0, c.Workers, c.DialControl)
+			c.Doer = newClient(0, c.Workers, c.DialControl, c.TLSConfig)
 		}
 	}
 	if c.StatusBackoff.Base <= 0 {
@@ -302,9 +312,12 @@ func New(s Store, cfg Config) *Runner {
 		if cfg.HTTPChecker.Doer == nil && cfg.HTTPChecker.DialControl == nil {
 			cfg.HTTPChecker.DialControl = cfg.DialControl
 		}
+		if cfg.HTTPChecker.Doer == nil && cfg.HTTPChecker.TLSConfig == nil {
+			cfg.HTTPChecker.TLSConfig = cfg.TLSConfig
+		}
 		r.checker = cfg.HTTPChecker
 	} else {
-		r.checker = &statusquery.HTTPChecker{DialControl: cfg.DialControl}
+		r.checker = &statusquery.HTTPChecker{DialControl: cfg.DialControl, TLSConfig: cfg.TLSConfig}
 	}
 	return r
 }

@@ -38,7 +38,7 @@ type Doer interface {
 // attempt that never left.
 func NewHTTPClient(maxConnsPerHost int) *http.Client {
 	n := max(maxConnsPerHost, 1)
-	return clientWith(newTransport(n, n, nil))
+	return clientWith(newTransport(n, n, nil, nil))
 }
 
 // NewNetHTTPClient is NewHTTPClient on net/http's Transport instead of the
@@ -47,14 +47,14 @@ func NewHTTPClient(maxConnsPerHost int) *http.Client {
 // with the runner's transport.
 func NewNetHTTPClient(maxConnsPerHost int) *http.Client {
 	n := max(maxConnsPerHost, 1)
-	return netHTTPClient(n, n, nil)
+	return netHTTPClient(n, n, nil, nil)
 }
 
 // newHTTPClient is NewHTTPClient with a separate cap on idle connections
 // (maxConnsPerHost 0 means no limit), as the runner's default Doer: it
 // hands requests to the transport directly (see directDoer).
-func newHTTPClient(maxConnsPerHost, maxIdlePerHost int, control dialControl) Doer {
-	t := newTransport(maxConnsPerHost, maxIdlePerHost, control)
+func newHTTPClient(maxConnsPerHost, maxIdlePerHost int, control dialControl, tlsBase *tls.Config) Doer {
+	t := newTransport(maxConnsPerHost, maxIdlePerHost, control, tlsBase)
 	return directDoer{t: t, c: clientWith(t)}
 }
 
@@ -133,15 +133,15 @@ func urlErrorOp(method string) string {
 
 // newNetHTTPClient is NewNetHTTPClient with a separate cap on idle
 // connections (maxConnsPerHost 0 means no limit), as a Doer.
-func newNetHTTPClient(maxConnsPerHost, maxIdlePerHost int, control dialControl) Doer {
-	return netHTTPClient(maxConnsPerHost, maxIdlePerHost, control)
+func newNetHTTPClient(maxConnsPerHost, maxIdlePerHost int, control dialControl, tlsBase *tls.Config) Doer {
+	return netHTTPClient(maxConnsPerHost, maxIdlePerHost, control, tlsBase)
 }
 
 // dialControl is net.Dialer.Control: called with the resolved address of
 // every connection before it is made (Config.DialControl).
 type dialControl = func(network, address string, c syscall.RawConn) error
 
-func netHTTPClient(maxConnsPerHost, maxIdlePerHost int, control dialControl) *http.Client {
+func netHTTPClient(maxConnsPerHost, maxIdlePerHost int, control dialControl, tlsBase *tls.Config) *http.Client {
 	return clientWith(&http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: (&net.Dialer{
@@ -149,7 +149,7 @@ func netHTTPClient(maxConnsPerHost, maxIdlePerHost int, control dialControl) *ht
 			KeepAlive: 30 * time.Second,
 			Control:   control,
 		}).DialContext,
-		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSClientConfig:       clientTLS(tlsBase),
 		TLSHandshakeTimeout:   10 * time.Second,
 		MaxIdleConns:          4 * maxIdlePerHost,
 		MaxIdleConnsPerHost:   maxIdlePerHost,
@@ -159,6 +159,18 @@ func netHTTPClient(maxConnsPerHost, maxIdlePerHost int, control dialControl) *ht
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     false,
 	})
+}
+
+// clientTLS is the TLS configuration of the runner's clients: a clone of
+// base (Config.TLSConfig: a private CA's roots, a client certificate), or
+// a new one, never below TLS 1.2.
+func clientTLS(base *tls.Config) *tls.Config {
+	cfg := &tls.Config{}
+	if base != nil {
+		cfg = base.Clone()
+	}
+	cfg.MinVersion = max(cfg.MinVersion, tls.VersionTLS12)
+	return cfg
 }
 
 // clientWith is a client over rt that does not follow redirects.

@@ -66,7 +66,7 @@ func newTLSTarget(t *testing.T, h http.HandlerFunc, configure ...func(*httptest.
 
 // tlsDoer is the runner's default Doer (own transport) trusting pool.
 func tlsDoer(t *testing.T, pool *x509.CertPool) (Doer, *transport) {
-	tr := newTransport(4, 4, nil)
+	tr := newTransport(4, 4, nil, nil)
 	tr.tlsConfig.RootCAs = pool
 	t.Cleanup(tr.CloseIdleConnections)
 	return directDoer{t: tr, c: clientWith(tr)}, tr
@@ -74,7 +74,7 @@ func tlsDoer(t *testing.T, pool *x509.CertPool) (Doer, *transport) {
 
 // tlsNetDoer is the NetHTTP Doer trusting pool.
 func tlsNetDoer(t *testing.T, pool *x509.CertPool) (Doer, *http.Transport) {
-	c := netHTTPClient(4, 4, nil)
+	c := netHTTPClient(4, 4, nil, nil)
 	ht := c.Transport.(*http.Transport)
 	ht.TLSClientConfig.RootCAs = pool
 	t.Cleanup(ht.CloseIdleConnections)

@@ -168,8 +168,8 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func newTransport(maxConnsPerHost, maxIdlePerHost int, control dialControl) *transport {
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+func newTransport(maxConnsPerHost, maxIdlePerHost int, control dialControl, tlsBase *tls.Config) *transport {
+	tlsConfig := clientTLS(tlsBase)
 	return &transport{
 		dialer:      net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: control},
 		tlsConfig:   tlsConfig,

@@ -116,7 +116,7 @@ func TestTLSPartialStrayRecordDropsTheConnection(t *testing.T) {
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
 	var reqs atomic.Int64
 	ln := loopback.Serve(t, partialStrayServer(t, func(c net.Conn) net.Conn { return tls.Server(c, cfg) }, &reqs))
-	tr := newTransport(4, 4, nil)
+	tr := newTransport(4, 4, nil, nil)
 	tr.tlsConfig.RootCAs = pool
 	tr.tlsConfig.ServerName = "example.com"
 	t.Cleanup(tr.CloseIdleConnections)
@@ -143,7 +143,7 @@ func TestTCPPartialStrayDropsTheConnection(t *testing.T) {
 	t.Parallel()
 	var reqs atomic.Int64
 	ln := loopback.Serve(t, partialStrayServer(t, func(c net.Conn) net.Conn { return c }, &reqs))
-	tr := newTransport(4, 4, nil)
+	tr := newTransport(4, 4, nil, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	target := "http://" + ln.Addr().String() + "/pay"
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -193,7 +193,7 @@ func TestFramingExtraBytesDropTheConnection(t *testing.T) {
 					}
 				}
 			})
-			tr := newTransport(4, 4, nil)
+			tr := newTransport(4, 4, nil, nil)
 			t.Cleanup(tr.CloseIdleConnections)
 			base := "http://" + ln.Addr().String()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -233,7 +233,7 @@ func TestStopBeforeAnyByteLeftIsNoEffect(t *testing.T) {
 				n, _ := io.Copy(io.Discard, c)
 				got.Add(n)
 			})
-			tr := newTransport(4, 4, nil)
+			tr := newTransport(4, 4, nil, nil)
 			t.Cleanup(tr.CloseIdleConnections)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

@@ -98,7 +98,7 @@ func TestTransportReusesConnections(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		_, _ = io.WriteString(w, `{"id":"p_1"}`)
 	})
-	tr := newTransport(4, 4, nil)
+	tr := newTransport(4, 4, nil, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	sendN(t, tr, srv.URL, 20, `{"id":"p_1"}`)
 	if c, r := srv.conns.Load(), srv.reqs.Load(); c != 1 || r != 20 {
@@ -115,7 +115,7 @@ func TestTransportSkipsConnectionsClosedWhileIdle(t *testing.T) {
 	}, func(s *http.Server) {
 		s.IdleTimeout = 20 * time.Millisecond // the server drops idle connections
 	})
-	tr := newTransport(4, 4, nil)
+	tr := newTransport(4, 4, nil, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	for i := range 3 {
 		if code, _, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 {
@@ -223,7 +223,7 @@ func TestTransportDropsConnectionsOutOfStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	conns, reqs := strayServer(t, ln, nil)
-	testOutOfStep(t, newTransport(4, 4, nil), "http://"+ln.Addr().String()+"/pay", conns, reqs)
+	testOutOfStep(t, newTransport(4, 4, nil, nil), "http://"+ln.Addr().String()+"/pay", conns, reqs)
 }
 
 // Over TLS the stray response may sit in the TLS layer's read-ahead
@@ -239,7 +239,7 @@ func TestTransportDropsTLSConnectionsOutOfStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	conns, reqs := strayServer(t, ln, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
-	tr := newTransport(4, 4, nil)
+	tr := newTransport(4, 4, nil, nil)
 	tr.tlsConfig.RootCAs = pool
 	tr.tlsConfig.ServerName = "example.com" // the test certificate's name
 	testOutOfStep(t, tr, "https://"+ln.Addr().String()+"/pay", conns, reqs)
@@ -254,7 +254,7 @@ func TestTransportEarlyAnswer(t *testing.T) {
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(http.StatusRequestEntityTooLarge)
 	})
-	tr := newTransport(2, 2, nil)
+	tr := newTransport(2, 2, nil, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -295,7 +295,7 @@ func TestTransportCapsResponseHeaders(t *testing.T) {
 			}
 		}
 	}()
-	tr := newTransport(2, 2, nil)
+	tr := newTransport(2, 2, nil, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -312,7 +312,7 @@ func TestTransportClosesConnectionOfUnreadBody(t *testing.T) {
 	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, strings.Repeat("x", 64<<10))
 	})
-	tr := newTransport(4, 4, nil)
+	tr := newTransport(4, 4, nil, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 	resp, err := clientWith(tr).Do(req)
@@ -338,7 +338,7 @@ func TestTransportSlotWaitEndsWithContext(t *testing.T) {
 		<-release
 	})
 	t.Cleanup(func() { close(release) })
-	tr := newTransport(1, 1, nil)
+	tr := newTransport(1, 1, nil, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	go func() { _, _, _ = roundTrip(t, tr, context.Background(), srv.URL) }()
 	waitFor(t, srv.arrived, "first request at the server")
@@ -367,7 +367,7 @@ func TestTransportSkipsInterimResponses(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		_, _ = io.WriteString(w, "done")
 	})
-	tr := newTransport(4, 4, nil)
+	tr := newTransport(4, 4, nil, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	sendN(t, tr, srv.URL, 2, "done")
 	if c := srv.conns.Load(); c != 1 {
@@ -383,7 +383,7 @@ func TestTransportHonorsConnectionClose(t *testing.T) {
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(http.StatusCreated)
 	})
-	tr := newTransport(4, 4, nil)
+	tr := newTransport(4, 4, nil, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	sendN(t, tr, srv.URL, 3, "")
 	if c := srv.conns.Load(); c != 3 {
@@ -396,7 +396,7 @@ func TestTransportHonorsConnectionClose(t *testing.T) {
 func TestTransportTraceHooks(t *testing.T) {
 	t.Parallel()
 	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) })
-	tr := newTransport(4, 4, nil)
+	tr := newTransport(4, 4, nil, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	for i, wantReused := range []bool{false, true} {
 		var events []string
@@ -422,7 +422,7 @@ func TestTransportTraceHooks(t *testing.T) {
 func TestTransportRefusesBadRequests(t *testing.T) {
 	t.Parallel()
 	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {})
-	tr := newTransport(4, 4, nil)
+	tr := newTransport(4, 4, nil, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	cases := map[string]func(r *http.Request){
 		"invalid header field value": func(r *http.Request) {
@@ -462,7 +462,7 @@ func TestTransportUsesProxy(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	})
 	pu, _ := url.Parse(proxy.URL)
-	tr := newTransport(4, 4, nil)
+	tr := newTransport(4, 4, nil, nil)
 	tr.proxy = http.ProxyURL(pu)
 	tr.viaProxy.Proxy = http.ProxyURL(pu)
 	t.Cleanup(tr.CloseIdleConnections)
@@ -494,7 +494,7 @@ func TestTransportHTTPS(t *testing.T) {
 	}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	tr := newTransport(4, 4, nil)
+	tr := newTransport(4, 4, nil, nil)
 	tr.tlsConfig.RootCAs = srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	t.Cleanup(tr.CloseIdleConnections)
 	for i := range 3 {
@@ -509,7 +509,7 @@ func TestTransportHTTPS(t *testing.T) {
 		t.Errorf("request protocol %q; want HTTP/1.1", p)
 	}
 	// Without the test CA the certificate is refused before anything is sent.
-	plain := newTransport(4, 4, nil)
+	plain := newTransport(4, 4, nil, nil)
 	t.Cleanup(plain.CloseIdleConnections)
 	before := reqs.Load()
 	if _, _, err := roundTrip(t, plain, context.Background(), srv.URL); err == nil || !strings.Contains(err.Error(), "certificate") {
@@ -530,7 +530,7 @@ func TestTransportReusesAfterEmptyResponses(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
-	tr := newTransport(4, 4, nil)
+	tr := newTransport(4, 4, nil, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	client := clientWith(tr)
 	for _, m := range []string{http.MethodHead, http.MethodPost, http.MethodHead, http.MethodPost} {
@@ -554,7 +554,7 @@ func TestTransportClosesIdleConnections(t *testing.T) {
 	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusCreated)
 	})
-	tr := newTransport(4, 4, nil)
+	tr := newTransport(4, 4, nil, nil)
 	tr.idleTimeout = 50 * time.Millisecond
 	t.Cleanup(tr.CloseIdleConnections)
 	if code, _, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 {

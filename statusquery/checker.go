@@ -3,6 +3,7 @@ package statusquery
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,6 +77,11 @@ type HTTPChecker struct {
 	// to refuse link-local and metadata addresses however a name resolves.
 	// Nil means none.
 	DialControl func(network, address string, c syscall.RawConn) error
+	// TLSConfig, when set, is the TLS configuration the default Doer uses
+	// for https status URLs (a private CA's RootCAs, a client certificate);
+	// it is cloned, and MinVersion is raised to TLS 1.2 if lower. Ignored
+	// when Doer is set.
+	TLSConfig *tls.Config
 
 	once   sync.Once
 	client *http.Client // the default Doer, built on first use
@@ -172,7 +178,7 @@ func (c *HTTPChecker) doer() Doer {
 	if c.Doer != nil {
 		return c.Doer
 	}
-	c.once.Do(func() { c.client = newDefaultClient(c.DialControl) })
+	c.once.Do(func() { c.client = newDefaultClient(c.DialControl, c.TLSConfig) })
 	return c.client
 }
 
@@ -208,10 +214,16 @@ func (c *HTTPChecker) userAgent() string {
 // in the process shares or reconfigures it) that never follows redirects:
 // a redirected status query is NoAnswer, and following it could carry
 // the job's credentials elsewhere.
-func newDefaultClient(control func(network, address string, c syscall.RawConn) error) *http.Client {
+func newDefaultClient(control func(network, address string, c syscall.RawConn) error, tlsBase *tls.Config) *http.Client {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: control}
+	var tlsConfig *tls.Config
+	if tlsBase != nil {
+		tlsConfig = tlsBase.Clone()
+		tlsConfig.MinVersion = max(tlsConfig.MinVersion, tls.VersionTLS12)
+	}
 	return &http.Client{
 		Transport: &http.Transport{
+			TLSClientConfig:        tlsConfig,
 			Proxy:                  http.ProxyFromEnvironment,
 			DialContext:            dialer.DialContext,
 			ForceAttemptHTTP2:      true,

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,7 +23,7 @@ import (
 )
 
 func (m *Main) run(ctx context.Context, args []string) error {
-	fs, db := m.flags("run", "[--workers N] [--until-idle] [--admin ADDR --admin-token-file FILE]")
+	fs, db := m.flags("run", "[--workers N] [--until-idle] [--admin ADDR --admin-token-file FILE] [--ca-file FILE] [--client-cert FILE --client-key FILE]")
 	wf := addWorkerFlags(fs, 16, "jobs worked at once")
 	untilIdle := fs.Bool("until-idle", false, "exit 0 once no job is pending, running or unknown")
 	adminAddr := fs.String("admin", "", "also serve the admin API on TCP ADDR (needs --admin-token-file)")
@@ -42,6 +44,9 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	spread := fs.Duration("startup-spread", 2*time.Second, "spread due work over this long after start")
 	retention := fs.Duration("retention", 7*24*time.Hour, "delete succeeded/failed/canceled jobs older than this (0 keeps all, and turns the sweep off: keys reserved by earlier sweeps stay reserved)")
 	keyRetention := fs.Duration("key-retention", 30*24*time.Hour, "keep deleted jobs' keys reserved this long after their last update (at least --retention)")
+	caFile := fs.String("ca-file", "", "PEM file of CA certificates trusted for https targets and status URLs, besides the system's")
+	clientCert := fs.String("client-cert", "", "PEM client certificate presented to https targets and status URLs that ask for one (mTLS; with --client-key)")
+	clientKey := fs.String("client-key", "", "PEM private key of --client-cert")
 	if err := m.parse(fs, args); err != nil {
 		return err
 	}
@@ -65,6 +70,10 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if *backoffCap < *backoffBase {
 		// Every delay would be the cap: a base above it is a mistake.
 		return &api.InvalidError{Field: "backoff-cap", Value: backoffCap.String(), Accepted: fmt.Sprintf("a duration at least --backoff-base (%s), up to 24h", *backoffBase)}
+	}
+	tlsConfig, err := loadTLSFlags(*caFile, *clientCert, *clientKey)
+	if err != nil {
+		return err
 	}
 	if *statusBudget < 1 || *statusBudget > 10000 {
 		return &api.InvalidError{Field: "status-budget", Value: fmt.Sprint(*statusBudget), Accepted: "an integer from 1 to 10000"}
@@ -118,7 +127,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		logger.Warn("created a new, empty database; if you meant an existing one, check --db or $IDEMRUN_DB", "db", path)
 	}
 
-	checker := &statusquery.HTTPChecker{Timeout: *statusTimeout}
+	checker := &statusquery.HTTPChecker{Timeout: *statusTimeout, TLSConfig: tlsConfig}
 	metrics := api.NewMetrics(client)
 	cfg := runner.Config{
 		Workers:         *wf.workers,
@@ -136,6 +145,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		StartupSpread:   *spread,
 		HTTPChecker:     checker,
 		OnEvent:         metrics.ObserveEvent,
+		TLSConfig:       tlsConfig,
 	}
 	r, err := client.NewRunner(cfg)
 	if err != nil {
@@ -327,4 +337,39 @@ func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
+}
+
+// loadTLSFlags builds the TLS configuration of --ca-file, --client-cert and
+// --client-key: nil when none is given. A file that cannot be read or holds
+// no usable PEM is invalid input naming its flag.
+func loadTLSFlags(caFile, certFile, keyFile string) (*tls.Config, error) {
+	if caFile == "" && certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, usagef("run: give --client-cert and --client-key together (the certificate and its private key)")
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, &api.InvalidError{Field: "ca-file", Value: fmt.Sprintf("%q", caFile), Accepted: "a readable PEM file of CA certificates (" + err.Error() + ")"}
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, &api.InvalidError{Field: "ca-file", Value: fmt.Sprintf("%q", caFile), Accepted: "a PEM file holding at least one CERTIFICATE block"}
+		}
+		cfg.RootCAs = pool
+	}
+	if certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, &api.InvalidError{Field: "client-cert", Value: fmt.Sprintf("%q and --client-key %q", certFile, keyFile), Accepted: "a PEM certificate and the PEM private key that matches it (" + err.Error() + ")"}
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
 }
