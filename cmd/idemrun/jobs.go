@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -266,7 +267,7 @@ var fromFields = map[string]string{
 func parseJSONLine(text string, line int) (jsonLine, error) {
 	var jl jsonLine
 	if err := strictjson.Check([]byte(text)); err != nil {
-		return jl, api.Invalid(fmt.Sprintf("--from line %d", line), text, "one JSON object per line, valid UTF-8, each field once ("+err.Error()+")")
+		return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d", line), Value: fmt.Sprintf("(%d bytes)", len(text)), Accepted: "one JSON object per line, valid UTF-8, each field once (" + err.Error() + ")"}
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(text), &raw); err != nil || raw == nil {
@@ -274,7 +275,7 @@ func parseJSONLine(text string, line int) (jsonLine, error) {
 		if err != nil {
 			why = err.Error()
 		}
-		return jl, api.Invalid(fmt.Sprintf("--from line %d", line), text, "one JSON object per line with the fields "+fromFieldList+" ("+why+")")
+		return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d", line), Value: fmt.Sprintf("(%d bytes)", len(text)), Accepted: "one JSON object per line with the fields " + fromFieldList + " (" + why + ")"}
 	}
 	names := make([]string, 0, len(raw))
 	for n := range raw {
@@ -303,10 +304,42 @@ func parseJSONLine(text string, line int) (jsonLine, error) {
 				Accepted: "the fields " + fromFieldList}
 		}
 		if err := json.Unmarshal(raw[n], dst); err != nil {
-			return jl, api.Invalid(fmt.Sprintf("--from line %d: %s", line, n), string(raw[n]), fromFields[strings.ToLower(n)])
+			field := fmt.Sprintf("--from line %d: %s", line, n)
+			if mayHoldSecrets[strings.ToLower(n)] {
+				return jl, &api.InvalidError{Field: field, Value: shownField(raw[n]), Accepted: fromFields[strings.ToLower(n)]}
+			}
+			return jl, api.Invalid(field, string(raw[n]), fromFields[strings.ToLower(n)])
 		}
 	}
 	return jl, nil
+}
+
+// mayHoldSecrets are the --from fields whose values may carry credentials
+// (a token in a URL, an Authorization header, a key, a body): a refusal
+// shows their kind and size, never their text, as the admin API does.
+var mayHoldSecrets = map[string]bool{"url": true, "headers": true, "header_lines": true, "data": true, "key": true, "status_url": true}
+
+// shownField is how a refused --from field that may hold secrets is shown:
+// the kind of JSON value and its size.
+func shownField(raw json.RawMessage) string {
+	kind := "JSON value"
+	if v := bytes.TrimSpace(raw); len(v) > 0 {
+		switch v[0] {
+		case '{':
+			kind = "JSON object"
+		case '[':
+			kind = "JSON array"
+		case '"':
+			kind = "JSON string"
+		case 't', 'f':
+			kind = "JSON boolean"
+		case 'n':
+			kind = "JSON null"
+		default:
+			kind = "JSON number"
+		}
+	}
+	return fmt.Sprintf("(a %s, %d bytes)", kind, len(raw))
 }
 
 // checkGiven refuses a field the line gives with an empty or zero value,
