@@ -182,7 +182,7 @@ func Open(path string, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	red, err := sensitiveNames(db, path, so.ReadOnly, o.SensitiveHeaders, o.SensitiveParams, o.Warn)
+	red, err := sensitiveNames(db, so.ReadOnly, o.SensitiveHeaders, o.SensitiveParams, o.Warn)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -196,12 +196,14 @@ func Open(path string, opts *Options) (*Client, error) {
 // marked sensitive stays redacted for the CLI, a runner's admin API and its
 // logs, which open the file with no options of their own. Recorded names
 // that cannot be read (a damaged value) hide every header and parameter
-// value instead, with a warning, until an open that gives names replaces
-// them; the file still opens, so `idemrun check` can report it.
-func sensitiveNames(db *store.DB, path string, readOnly bool, headers, params []string, warn io.Writer) (*redact.Redactor, error) {
+// value instead, with a warning, until an open that gives names rebuilds
+// the list (store.AddSensitiveNames); the file still opens, so `idemrun
+// check` can report it.
+func sensitiveNames(db *store.DB, readOnly bool, headers, params []string, warn io.Writer) (*redact.Redactor, error) {
 	if !readOnly && len(headers)+len(params) > 0 {
-		if _, _, err := db.SensitiveNames(); errors.Is(err, store.ErrCorrupt) {
-			fmt.Fprintf(warn, "idemrun: warning: %s: %v; replacing the recorded names with the ones given\n", path, err)
+		var d *store.DamagedNamesError
+		if _, _, err := db.SensitiveNames(); errors.As(err, &d) && (d.Headers && len(headers) > 0 || d.Params && len(params) > 0) {
+			fmt.Fprintf(warn, "idemrun: warning: %v; rebuilding the damaged list from the names given and those still readable in it (a name that is not is lost: give it again)\n", err)
 		}
 		if err := db.AddSensitiveNames(headers, params); err != nil {
 			return nil, err
@@ -210,7 +212,7 @@ func sensitiveNames(db *store.DB, path string, readOnly bool, headers, params []
 	hs, ps, err := db.SensitiveNames()
 	switch {
 	case errors.Is(err, store.ErrCorrupt):
-		fmt.Fprintf(warn, "idemrun: warning: %s: %v; every header value and URL parameter value is shown redacted until the application that set its sensitive names opens it with them again (idemrun check reports it)\n", path, err)
+		fmt.Fprintf(warn, "idemrun: warning: %v; every header value and URL parameter value is shown redacted until the application that set its sensitive names opens it with them again (idemrun check reports it)\n", err)
 		return redact.All(), nil
 	case err != nil:
 		return nil, err

@@ -77,9 +77,10 @@ func (c *Client) summary(j *store.Job) *Job {
 }
 
 // UnmarshalJSON reads a job object. One from a runner older than the
-// attempts_left field has none; its value is then what such a runner's
-// attempts meant, max_attempts - attempts (at least 0), rather than 0,
-// which would read as the whole budget used.
+// attempts_left field has none; its value is then max_attempts - attempts
+// (at least 0), what such a runner's show printed, rather than 0, which
+// would read as the whole budget used. (It understates what is left after
+// 409 answers or a manual retry, which such a runner did not report.)
 func (j *Job) UnmarshalJSON(b []byte) error {
 	type plain Job // no methods: no recursion
 	aux := struct {

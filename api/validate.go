@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -321,13 +322,16 @@ func Validate(req Request, o EnqueueOptions, allowHosts []string) (*Request, err
 // that file too (Options.SensitiveHeaders and SensitiveParams of earlier
 // opens). When the file exists but its names cannot be read — another
 // process holds it, say — every header and URL parameter value in the
-// error is hidden. Only a refused job costs the file's read.
+// error is hidden. Only a refused job costs the file's read (a shared
+// lock for up to 100 ms): it is meant for a command-line check before the
+// file is opened; an application with the database open has its own
+// Client, whose refusals know the names.
 func ValidateFor(path string, req Request, o EnqueueOptions, allowHosts []string) (*Request, error) {
 	r, err := Validate(req, o, allowHosts)
 	if err == nil {
 		return r, nil
 	}
-	if _, serr := os.Stat(path); serr != nil {
+	if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
 		return nil, err // no file, no recorded names: the defaults are all
 	}
 	return validateWith(recordedRedactor(path), req, o, allowHosts)

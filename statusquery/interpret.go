@@ -227,6 +227,10 @@ func interpretList(raw []byte) (Outcome, string) {
 		// object unwrapped: not a success.
 		return NoAnswer, "1 item, " + o.word() + " says not found"
 	}
+	if o.word() == "" && string(trimJSONSpace(o.data)) == "null" {
+		// As for the same object unwrapped: no evidence either way.
+		return NoAnswer, "1 item, data is null"
+	}
 	if word := o.word(); word != "" {
 		return FoundSucceeded, "1 item, " + word
 	}

@@ -13,6 +13,8 @@ func TestOneItemListNotFoundIsNoAnswer(t *testing.T) {
 		`[{"status":"None"}]`,
 		`[null]`,
 		`{"data":[null]}`,
+		`[{"data":null}]`,
+		`{"data":[{"data":null}]}`,
 	} {
 		if got, why := Interpret(200, []byte(body), false); got != NoAnswer {
 			t.Errorf("%s: %s (%s); want no_answer, as for the same object unwrapped", body, got, why)

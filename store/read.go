@@ -356,7 +356,7 @@ func (db *DB) Check() (CheckReport, error) {
 		b := bucketsOf(tx)
 		for _, k := range [][]byte{metaSensitiveHeaders, metaSensitiveParams} {
 			if _, err := decodeNames(b.meta.Get(k)); err != nil {
-				add("meta %s: %v; every header and URL parameter value is shown redacted until the application opens the file with its sensitive names again, which replaces the list", k, err)
+				add("meta %s: the recorded sensitive names do not decode (%v); every header and URL parameter value is shown redacted until the application opens the file with its sensitive names again, which rebuilds the list from those and the names still readable in it", k, err)
 			}
 		}
 		counts := map[State]int64{}

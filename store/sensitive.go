@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,21 +19,44 @@ var (
 	metaSensitiveParams  = []byte("sensitive_params")
 )
 
+// DamagedNamesError reports recorded lists of sensitive names that do not
+// decode. It matches ErrCorrupt with errors.Is.
+type DamagedNamesError struct {
+	Path            string
+	Headers, Params bool // which lists are damaged
+	Err             error
+}
+
+func (e *DamagedNamesError) Error() string {
+	var which []string
+	if e.Headers {
+		which = append(which, string(metaSensitiveHeaders))
+	}
+	if e.Params {
+		which = append(which, string(metaSensitiveParams))
+	}
+	return fmt.Sprintf("store: %s: its recorded sensitive names (%s) do not decode: %v", e.Path, strings.Join(which, ", "), e.Err)
+}
+
+func (e *DamagedNamesError) Unwrap() error { return ErrCorrupt }
+
 // SensitiveNames returns the extra sensitive header names and URL query
 // parameter names recorded in the database (AddSensitiveNames), lower-cased
-// and sorted; both are empty for a database that has none.
+// and sorted; both are empty for a database that has none. A list that
+// does not decode gives a *DamagedNamesError.
 func (db *DB) SensitiveNames() (headers, params []string, err error) {
+	var herr, perr error
 	err = db.view(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
-		var err error
-		if headers, err = decodeNames(meta.Get(metaSensitiveHeaders)); err != nil {
-			return err
-		}
-		params, err = decodeNames(meta.Get(metaSensitiveParams))
-		return err
+		headers, herr = decodeNames(meta.Get(metaSensitiveHeaders))
+		params, perr = decodeNames(meta.Get(metaSensitiveParams))
+		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("store: %s: reading its sensitive names: %w", db.path, err)
+		return nil, nil, err
+	}
+	if herr != nil || perr != nil {
+		return nil, nil, &DamagedNamesError{Path: db.path, Headers: herr != nil, Params: perr != nil, Err: errors.Join(herr, perr)}
 	}
 	return headers, params, nil
 }
@@ -41,16 +65,19 @@ func (db *DB) SensitiveNames() (headers, params []string, err error) {
 // parameter names in the database, in addition to those recorded before
 // (names are never removed: a name once treated as a secret stays one).
 // Names are compared without regard to case; blank ones are ignored. It
-// commits only when a name is new. A recorded list that cannot be read
-// (ErrCorrupt from SensitiveNames) is replaced by the names given, when
-// names are given for it: what it held cannot be known any more.
+// commits only when a name is new. A damaged list (DamagedNamesError) that
+// names are given for is rebuilt from the names still readable in it and
+// the names given; a name cut off or garbled in it is lost, since it
+// cannot be read. A damaged list that no names are given for stays as it
+// is.
 func (db *DB) AddSensitiveNames(headers, params []string) error {
 	hs, ps := normalNames(headers), normalNames(params)
 	if len(hs) == 0 && len(ps) == 0 {
 		return nil
 	}
 	oldH, oldP, err := db.SensitiveNames()
-	if err != nil && !errors.Is(err, ErrCorrupt) {
+	var damaged *DamagedNamesError
+	if err != nil && !errors.As(err, &damaged) {
 		return err
 	}
 	if err == nil && subset(hs, oldH) && subset(ps, oldP) {
@@ -64,11 +91,12 @@ func (db *DB) AddSensitiveNames(headers, params []string) error {
 			names []string
 		}{{metaSensitiveHeaders, hs}, {metaSensitiveParams, ps}} {
 			if len(f.names) == 0 {
-				continue
+				continue // a damaged list of the other kind stays damaged
 			}
-			old, err := decodeNames(meta.Get(f.key))
+			raw := meta.Get(f.key)
+			old, err := decodeNames(raw)
 			if err != nil {
-				old = nil // damaged: replaced by the names given
+				old = salvageNames(raw)
 			}
 			all := normalNames(append(old, f.names...))
 			if err == nil && slices.Equal(all, old) {
@@ -94,11 +122,38 @@ func decodeNames(v []byte) ([]string, error) {
 	if v == nil {
 		return nil, nil
 	}
+	if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '[' {
+		// Only arrays are written: anything else (null included, which
+		// would read as no names) is damage.
+		return nil, errors.New("not a JSON array of names")
+	}
 	var names []string
 	if err := json.Unmarshal(v, &names); err != nil {
-		return nil, fmt.Errorf("%w: its recorded sensitive names do not decode (%v)", ErrCorrupt, err)
+		return nil, err
 	}
 	return normalNames(names), nil
+}
+
+// salvageNames returns the names that can still be read from a damaged
+// list: the whole strings before the damage.
+func salvageNames(v []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(v))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil
+	}
+	var out []string
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		s, ok := tok.(string)
+		if !ok {
+			break
+		}
+		out = append(out, s)
+	}
+	return normalNames(out)
 }
 
 // normalNames lower-cases and trims names, drops blank ones and

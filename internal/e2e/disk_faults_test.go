@@ -317,7 +317,9 @@ func TestRunnerStopsOnMetaFsyncFailure(t *testing.T) {
 	c := openAt(t, path, api.Options{})
 	const n = 100
 	for i := range n {
-		enqueue(t, c, ft.url(), []byte(`{"a":1}`), api.EnqueueOptions{Key: fmt.Sprintf("mf-%03d", i)})
+		// An attempt timeout beyond the hold below: a held request must not
+		// time out (and end unknown) before the fault is armed.
+		enqueue(t, c, ft.url(), []byte(`{"a":1}`), api.EnqueueOptions{Key: fmt.Sprintf("mf-%03d", i), AttemptTimeout: 2 * runTimeout})
 	}
 	sh(t, "sync")
 	// The target holds its answers from the 11th request on until the
@@ -328,6 +330,8 @@ func TestRunnerStopsOnMetaFsyncFailure(t *testing.T) {
 	// never stop (seen once under make test).
 	started := make(chan struct{}, 1000)
 	armed := make(chan struct{})
+	var arm sync.Once
+	defer arm.Do(func() { close(armed) }) // a failure before arming frees the handlers
 	var reqs atomic.Int64
 	ft.onRequest = func() {
 		select {
@@ -355,7 +359,7 @@ func TestRunnerStopsOnMetaFsyncFailure(t *testing.T) {
 	go func() { runErr <- rn.Run(rctx) }()
 	waitFor(t, started, 11, "first requests")
 	r.failWriteback(path, 0)
-	close(armed)
+	arm.Do(func() { close(armed) })
 	time.Sleep(2 * time.Second)
 	for i := 1; i <= r.fillerN; i++ {
 		os.Remove(filepath.Join(r.tdir, fmt.Sprintf("filler-%d", i)))

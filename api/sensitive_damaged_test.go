@@ -1,0 +1,134 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/idemrun/idemrun/api"
+	bolt "go.etcd.io/bbolt"
+)
+
+func openClose(t *testing.T, path string, o *api.Options) string {
+	t.Helper()
+	var warn bytes.Buffer
+	if o == nil {
+		o = &api.Options{}
+	}
+	o.Warn = &warn
+	c, err := api.Open(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return warn.String()
+}
+
+func putMeta(t *testing.T, path, key, val string) {
+	t.Helper()
+	b, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte(key), []byte(val))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two applications (or two releases of one) recorded X-Merchant-Pin and
+// X-Other. The list is damaged. One application opening with its own name
+// rebuilds the list: X-Merchant-Pin, still readable in the damaged value,
+// stays (found in a review: the list was replaced by the names given, and
+// X-Merchant-Pin's values were shown in clear from then on).
+func TestDamagedListRebuiltKeepsReadableNames(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "x.db")
+	openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-Merchant-Pin"}})
+	openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-Other"}})
+	c, err := api.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Enqueue(ctx, api.Request{URL: "http://127.0.0.1:9/p",
+		Header: []api.Header{{Name: "X-Merchant-Pin", Value: "PIN-PLANTED-1"}}}, api.EnqueueOptions{Key: "k1"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	// A damaged value: the tail of the list is gone.
+	putMeta(t, path, "sensitive_headers", `["x-merchant-pin","x-oth`)
+	openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-Other"}})
+	c, err = api.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	j, err := c.Get(ctx, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range j.Headers {
+		if strings.Contains(h.Value, "PIN-PLANTED-1") {
+			t.Errorf("after the damaged list was rebuilt, a recorded sensitive header is shown in clear: %s: %s", h.Name, h.Value)
+		}
+	}
+}
+
+// Headers' list damaged, an application opens with parameter names only:
+// nothing is rebuilt, and the warning does not say it is.
+func TestDamagedListWarningOnlyWhenRebuilt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-Merchant-Pin"}})
+	putMeta(t, path, "sensitive_headers", `["x-merchant-pin"`)
+	w := openClose(t, path, &api.Options{SensitiveParams: []string{"merchant_pin"}})
+	if strings.Contains(w, "rebuilding") || !strings.Contains(w, "sensitive_headers") || !strings.Contains(w, "shown redacted") {
+		t.Errorf("warning:\n%s\nwant it to name sensitive_headers, say values are hidden, and claim no rebuild", w)
+	}
+}
+
+// A recorded list whose value is JSON null would decode as no names: it is
+// damage (only arrays are written), reported by check, and every value is
+// hidden (found in a review).
+func TestNullListIsDamage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-Merchant-Pin"}})
+	putMeta(t, path, "sensitive_headers", `null`)
+	c, err := api.Open(path, &api.Options{Warn: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rep, err := c.Check(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || !c.Redactor().IsSensitiveHeader("X-Merchant-Pin") {
+		t.Errorf("a sensitive_headers value of null: check OK %v, X-Merchant-Pin hidden %v; want reported and hidden", rep.OK(), c.Redactor().IsSensitiveHeader("X-Merchant-Pin"))
+	}
+}
+
+// The parameter list is damaged; an application opens with header names
+// only. The damaged parameter list stays damaged (every value hidden), not
+// rewritten as an empty list.
+func TestDamagedListOfOtherKindStaysHidden(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	openClose(t, path, &api.Options{SensitiveParams: []string{"merchant_pin"}})
+	putMeta(t, path, "sensitive_params", `["merchant_pin"`)
+	openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-New"}})
+	c, err := api.Open(path, &api.Options{Warn: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !c.Redactor().IsSensitiveParam("merchant_pin") {
+		t.Errorf("a recorded parameter is shown in clear after an open with header names only: the damaged list was rewritten")
+	}
+}
