@@ -132,3 +132,33 @@ func TestDamagedListOfOtherKindStaysHidden(t *testing.T) {
 		t.Errorf("a recorded parameter is shown in clear after an open with header names only: the damaged list was rewritten")
 	}
 }
+
+// Blank names given with a damaged list rebuild nothing, and the warning
+// does not claim they do (found in a review).
+func TestDamagedListBlankNamesClaimNoRebuild(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-Merchant-Pin"}})
+	putMeta(t, path, "sensitive_headers", `["x-merchant-pin"`)
+	w := openClose(t, path, &api.Options{SensitiveHeaders: []string{" "}})
+	if strings.Contains(w, "rebuilding") {
+		t.Errorf("blank names given, nothing rebuilt, but the warning says so:\n%s", w)
+	}
+}
+
+// An empty value, or a list with a blank or null name, is damage too, like
+// null: only non-blank names are ever written (found in a review).
+func TestEmptyOrBlankListValueIsDamage(t *testing.T) {
+	for _, v := range []string{"", " ", "[null]", `[""]`} {
+		path := filepath.Join(t.TempDir(), "x.db")
+		openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-Merchant-Pin"}})
+		putMeta(t, path, "sensitive_headers", v)
+		c, err := api.Open(path, &api.Options{Warn: &bytes.Buffer{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.Redactor().IsSensitiveHeader("X-Merchant-Pin") {
+			t.Errorf("sensitive_headers = %q: X-Merchant-Pin shown in clear", v)
+		}
+		c.Close()
+	}
+}

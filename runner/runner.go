@@ -153,11 +153,14 @@ type Config struct {
 	// TLSConfig, when set, is the TLS configuration the default Doer and
 	// the default HTTP checker start from for https targets: RootCAs for
 	// targets behind a private CA, Certificates (or GetClientCertificate)
-	// for targets that require a client certificate (mTLS). It is cloned;
-	// MinVersion is raised to TLS 1.2 if lower, and the runner's transport
-	// sets NextProtos and ServerName per connection. It also goes to an
-	// HTTPChecker given without a Doer or TLSConfig of its own. Nil means
-	// the system's roots and no client certificate.
+	// for targets that require a client certificate (mTLS). It is cloned
+	// when the runner is built (New); MinVersion is raised to TLS 1.2 if
+	// lower, attempts offer HTTP/1.1 alone, and ServerName is the target's
+	// host unless set. A copy also goes to an HTTPChecker given without a
+	// Doer or TLSConfig of its own. Its roots and client certificate serve
+	// every https host the jobs name, their status URLs and an https proxy:
+	// crypto/tls presents the certificate to any server that asks for one.
+	// Nil means the system's roots and no client certificate.
 	TLSConfig *tls.Config
 }
 
@@ -312,12 +315,18 @@ func New(s Store, cfg Config) *Runner {
 		if cfg.HTTPChecker.Doer == nil && cfg.HTTPChecker.DialControl == nil {
 			cfg.HTTPChecker.DialControl = cfg.DialControl
 		}
-		if cfg.HTTPChecker.Doer == nil && cfg.HTTPChecker.TLSConfig == nil {
-			cfg.HTTPChecker.TLSConfig = cfg.TLSConfig
+		if cfg.HTTPChecker.Doer == nil && cfg.HTTPChecker.TLSConfig == nil && cfg.TLSConfig != nil {
+			// A copy taken now, as the Doer's is: a change the caller
+			// makes to its config later reaches neither.
+			cfg.HTTPChecker.TLSConfig = cfg.TLSConfig.Clone()
 		}
 		r.checker = cfg.HTTPChecker
 	} else {
-		r.checker = &statusquery.HTTPChecker{DialControl: cfg.DialControl, TLSConfig: cfg.TLSConfig}
+		var tc *tls.Config
+		if cfg.TLSConfig != nil {
+			tc = cfg.TLSConfig.Clone()
+		}
+		r.checker = &statusquery.HTTPChecker{DialControl: cfg.DialControl, TLSConfig: tc}
 	}
 	return r
 }

@@ -163,13 +163,16 @@ func netHTTPClient(maxConnsPerHost, maxIdlePerHost int, control dialControl, tls
 
 // clientTLS is the TLS configuration of the runner's clients: a clone of
 // base (Config.TLSConfig: a private CA's roots, a client certificate), or
-// a new one, never below TLS 1.2.
+// a new one, never below TLS 1.2, and offering HTTP/1.1 alone: every
+// client of the runner speaks HTTP/1.1, and a base that offers h2 would
+// have an h2 server answer HTTP/1.1 bytes as a broken HTTP/2 connection.
 func clientTLS(base *tls.Config) *tls.Config {
 	cfg := &tls.Config{}
 	if base != nil {
 		cfg = base.Clone()
 	}
 	cfg.MinVersion = max(cfg.MinVersion, tls.VersionTLS12)
+	cfg.NextProtos = []string{"http/1.1"}
 	return cfg
 }
 

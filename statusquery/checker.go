@@ -79,8 +79,8 @@ type HTTPChecker struct {
 	DialControl func(network, address string, c syscall.RawConn) error
 	// TLSConfig, when set, is the TLS configuration the default Doer uses
 	// for https status URLs (a private CA's RootCAs, a client certificate);
-	// it is cloned, and MinVersion is raised to TLS 1.2 if lower. Ignored
-	// when Doer is set.
+	// it is read and cloned at the first query, and MinVersion is raised
+	// to TLS 1.2 if lower. Ignored when Doer is set.
 	TLSConfig *tls.Config
 
 	once   sync.Once

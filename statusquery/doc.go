@@ -18,7 +18,8 @@
 //	2xx, JSON null; an object (or a list's one item)      NoAnswer: no evidence either way
 //	     whose status/state is not_found, missing,
 //	     unknown or none; an object with "data": null
-//	     and no status word; a list whose one item is null
+//	     and no status word; a list whose one item is null,
+//	     or has no status word and a "data" list
 //	other 2xx (not JSON, empty, a scalar, an object)      FoundSucceeded: the job succeeds
 //	2xx over the body cap                                 only what the prefix proves (a top-level
 //	                                                        in-progress status/state: InProgress; a

@@ -231,6 +231,12 @@ func interpretList(raw []byte) (Outcome, string) {
 		// As for the same object unwrapped: no evidence either way.
 		return NoAnswer, "1 item, data is null"
 	}
+	if o.word() == "" && isArray(o.data) {
+		// A list inside the one item: what it holds (failed, pending, a
+		// duplicate) would decide, and a list of lists is no status answer
+		// the protocol knows. Not found is not claimed either.
+		return NoAnswer, "1 item whose data is a list"
+	}
 	if word := o.word(); word != "" {
 		return FoundSucceeded, "1 item, " + word
 	}

@@ -77,7 +77,11 @@ func protocolCases() []protocolCase {
 		// answer queries again and then asks a person.
 		{name: "one null item", status: 200, body: `[null]`, want: statusquery.NoAnswer, wantDetail: "1 item, JSON null"},
 		{name: "nested list is one item", status: 200, body: `[[]]`, want: statusquery.FoundSucceeded, wantDetail: "1 item"},
-		{name: "item's own data not read", status: 200, body: `[{"data":[]}]`, want: statusquery.FoundSucceeded, wantDetail: "1 item"},
+		// An item whose data is a list: this row expected found_succeeded
+		// ("item's own data not read") until a review showed that
+		// [{"data":[{"status":"failed"}]}] then ended a job succeeded;
+		// such nesting is no answer.
+		{name: "item's own data list is no answer", status: 200, body: `[{"data":[]}]`, want: statusquery.NoAnswer, wantDetail: "1 item whose data is a list"},
 
 		// Other 2xx: found.
 		{name: "succeeded", status: 200, body: `{"status":"succeeded"}`, want: statusquery.FoundSucceeded, wantDetail: `status "succeeded"`},

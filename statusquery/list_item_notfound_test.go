@@ -15,6 +15,10 @@ func TestOneItemListNotFoundIsNoAnswer(t *testing.T) {
 		`{"data":[null]}`,
 		`[{"data":null}]`,
 		`{"data":[{"data":null}]}`,
+		`[{"data":[]}]`,
+		`[{"data":[{"status":"failed"}]}]`,
+		`[{"data":[{"status":"pending"}]}]`,
+		`{"data":[{"data":[{"id":"p1"},{"id":"p2"}]}]}`,
 	} {
 		if got, why := Interpret(200, []byte(body), false); got != NoAnswer {
 			t.Errorf("%s: %s (%s); want no_answer, as for the same object unwrapped", body, got, why)

@@ -131,28 +131,43 @@ func decodeNames(v []byte) ([]string, error) {
 	if err := json.Unmarshal(v, &names); err != nil {
 		return nil, err
 	}
+	for _, n := range names {
+		if strings.TrimSpace(n) == "" {
+			// Blank names are never written ([null] decodes as one).
+			return nil, errors.New("a blank or null name")
+		}
+	}
 	return normalNames(names), nil
 }
 
-// salvageNames returns the names that can still be read from a damaged
-// list: the whole strings before the damage.
+// salvageNames returns every name that may still be read from a damaged
+// list, generously: each JSON string literal in it that decodes, and each
+// run of bytes between quotes, commas, brackets, braces, spaces and control
+// bytes. A name too many only hides more; one too few would show a secret.
 func salvageNames(v []byte) []string {
-	dec := json.NewDecoder(bytes.NewReader(v))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
-		return nil
-	}
 	var out []string
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			break
+	for i := 0; i < len(v); i++ {
+		if v[i] != '"' {
+			continue
 		}
-		s, ok := tok.(string)
-		if !ok {
-			break
+		j := i + 1
+		for ; j < len(v) && v[j] != '"'; j++ {
+			if v[j] == '\\' {
+				j++
+			}
 		}
-		out = append(out, s)
+		if j >= len(v) {
+			break // an unterminated string: the runs below still read it
+		}
+		var s string
+		if json.Unmarshal(v[i:j+1], &s) == nil {
+			out = append(out, s)
+		}
+		i = j
 	}
+	out = append(out, strings.FieldsFunc(string(v), func(r rune) bool {
+		return r < 0x20 || r == 0x7f || strings.ContainsRune("\"',[]{} ", r)
+	})...)
 	return normalNames(out)
 }
 
