@@ -317,7 +317,8 @@ func New(s Store, cfg Config) *Runner {
 		}
 		if cfg.HTTPChecker.Doer == nil && cfg.HTTPChecker.TLSConfig == nil && cfg.TLSConfig != nil {
 			// A copy taken now, as the Doer's is: a change the caller
-			// makes to its config later reaches neither.
+			// makes to its config's fields later reaches neither (the
+			// RootCAs pool and Certificates are shared, as Clone does).
 			cfg.HTTPChecker.TLSConfig = cfg.TLSConfig.Clone()
 		}
 		r.checker = cfg.HTTPChecker

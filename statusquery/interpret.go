@@ -31,7 +31,9 @@ const utf8BOM = "\xEF\xBB\xBF"
 //     cancelled or error: FoundFailed.
 //   - otherwise, a JSON array, or an object whose "data" member is an array:
 //     0 items NotFound, more than 1 Duplicate, exactly 1 that item's own
-//     status/state read as above, else FoundSucceeded.
+//     status/state read as above; an item that is null, says not found,
+//     has a null data and no word, or has a data list is NoAnswer; else
+//     FoundSucceeded.
 //   - any other 2xx (empty, not JSON, a scalar, status not a string or not
 //     in either set): FoundSucceeded.
 //   - 1xx, 3xx, 409, 429, other 4xx, 5xx, and codes outside 100-599:
@@ -231,7 +233,7 @@ func interpretList(raw []byte) (Outcome, string) {
 		// As for the same object unwrapped: no evidence either way.
 		return NoAnswer, "1 item, data is null"
 	}
-	if o.word() == "" && isArray(o.data) {
+	if isArray(o.data) {
 		// A list inside the one item: what it holds (failed, pending, a
 		// duplicate) would decide, and a list of lists is no status answer
 		// the protocol knows. Not found is not claimed either.

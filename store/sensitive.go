@@ -165,6 +165,21 @@ func salvageNames(v []byte) []string {
 		}
 		i = j
 	}
+	// Each span between two consecutive quote bytes, too: a damaged
+	// quote shifts the pairing above, and the whole literals after it
+	// are still read here (linear: every byte is in at most one span).
+	for p := bytes.IndexByte(v, '"'); p >= 0; {
+		q := bytes.IndexByte(v[p+1:], '"')
+		if q < 0 {
+			break
+		}
+		q += p + 1
+		var s string
+		if json.Unmarshal(v[p:q+1], &s) == nil {
+			out = append(out, s)
+		}
+		p = q
+	}
 	out = append(out, strings.FieldsFunc(string(v), func(r rune) bool {
 		return r < 0x20 || r == 0x7f || strings.ContainsRune("\"',[]{} ", r)
 	})...)
