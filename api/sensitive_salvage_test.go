@@ -13,13 +13,16 @@ import (
 // salvageNames stop at the damage: every name after it is dropped although
 // it is whole and readable, and once the list is rebuilt nothing warns any
 // more: X-Z-Pin's values are shown in clear from then on.
-// A rebuild keeps every name still readable, after the damage too (found
-// in a review: the salvage stopped at the first bad token, so a damaged
-// comma or bracket lost the names after it, whose values then showed in
-// clear with no warning).
+// Two applications (or two releases of one) recorded X-A-Pin and X-Z-Pin;
+// the list is damaged; one application's open with its own name rebuilds
+// it, and X-Z-Pin, still readable in the damaged value, stays. Found in
+// two reviews: the list was first replaced by the names given, then
+// salvaged only up to the first bad token; either way X-Z-Pin's values
+// were shown in clear from then on, with no warning.
 func TestDamagedListRebuildKeepsNamesAfterTheDamage(t *testing.T) {
 	ctx := context.Background()
 	for name, damaged := range map[string]string{
+		"tail cut":             `["x-z-pin","x-oth`,
 		"comma flipped":        `["x-a-pin"."x-z-pin"]`,
 		"byte in first name":   "[\"x-a-p\x01n\",\"x-z-pin\"]",
 		"opening bracket lost": `{"x-a-pin","x-z-pin"]`,

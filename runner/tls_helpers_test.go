@@ -142,18 +142,25 @@ func runJob(t *testing.T, d Doer, j *store.Job, mod ...func(*Config)) *store.Job
 // [notBefore, notAfter].
 func selfSigned(t *testing.T, notBefore, notAfter time.Time) (tls.Certificate, *x509.CertPool) {
 	t.Helper()
+	return selfSignedFrom(t, &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "idemrun-test"},
+		NotBefore: notBefore, NotAfter: notAfter,
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 255, 255, 1), net.IPv4(10, 255, 255, 2)}, DNSNames: []string{"example.com"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+}
+
+// selfSignedFrom makes a self-signed CA certificate from tmpl (a fresh
+// P-256 key; tmpl's key usage and CA fields are set here) and the pool
+// that trusts it.
+func selfSignedFrom(t *testing.T, tmpl *x509.Certificate) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "idemrun-test"},
-		NotBefore: notBefore, NotAfter: notAfter,
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 255, 255, 1), net.IPv4(10, 255, 255, 2)}, DNSNames: []string{"example.com"},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true,
-	}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign
+	tmpl.BasicConstraintsValid, tmpl.IsCA = true, true
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)

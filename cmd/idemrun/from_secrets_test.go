@@ -2,33 +2,8 @@ package main
 
 import (
 	"strings"
-	"syscall"
 	"testing"
 )
-
-// enqueue --from: a line refused by the CLI's own check hides the
-// parameters the file records as sensitive (recordNames: merchant_pin),
-// with and without a runner holding the file (the flag path's test is
-// TestRefusedEnqueueHidesRecordedParams; found in a review).
-func TestFromLineRefusalHidesRecordedParams(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	recordNames(t, e)
-	line := []byte(`{"url":"http://127.0.0.1:99999/p?merchant_pin=PLANTED1"}` + "\n")
-	check := func(when string) {
-		r := e.runStdin(line, "enqueue", "--db", e.db, "--from", "-")
-		if r.code != 2 {
-			t.Fatalf("%s: want exit 2:\n%s", when, r)
-		}
-		if strings.Contains(r.stderr, "PLANTED1") {
-			t.Errorf("%s: a recorded sensitive parameter shown in clear:\n%s", when, r.stderr)
-		}
-	}
-	check("no runner")
-	p := e.startRunner("--db", e.db)
-	defer p.stop(syscall.SIGTERM)
-	check("a runner holding the file")
-}
 
 // enqueue --from: a line that is not valid JSON, or whose field that may
 // hold secrets has the wrong type, is refused without its text: before, the

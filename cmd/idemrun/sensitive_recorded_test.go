@@ -22,22 +22,26 @@ func recordNames(t *testing.T, e *env) {
 	}
 }
 
-// An enqueue refused before the file is opened (the CLI's own check)
-// hides the parameters the file records as sensitive, not only the
-// default ones; with a runner holding the file, whose names the check
-// cannot read, it hides every parameter value. Found in a review: the
-// check used the default names alone.
+// An enqueue refused before the file is opened (the CLI's own check, of
+// the flags or of a --from line) hides the parameters the file records as
+// sensitive, not only the default ones; with a runner holding the file,
+// whose names the check cannot read, it hides every parameter value.
+// Found in reviews: the check used the default names alone.
 func TestRefusedEnqueueHidesRecordedParams(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	recordNames(t, e)
-	bad := [][]string{
-		{"enqueue", "--db", e.db, "--url", "http://127.0.0.1:99999/p?merchant_pin=PLANTED1&token=T"},
-		{"enqueue", "--db", e.db, "--url", "http://127.0.0.1:9/p", "--status-url", "http://127.0.0.1:9/s?merchant_pin=PLANTED1"},
+	bad := []struct {
+		stdin []byte
+		args  []string
+	}{
+		{nil, []string{"enqueue", "--db", e.db, "--url", "http://127.0.0.1:99999/p?merchant_pin=PLANTED1&token=T"}},
+		{nil, []string{"enqueue", "--db", e.db, "--url", "http://127.0.0.1:9/p", "--status-url", "http://127.0.0.1:9/s?merchant_pin=PLANTED1"}},
+		{[]byte(`{"url":"http://127.0.0.1:99999/p?merchant_pin=PLANTED1"}` + "\n"), []string{"enqueue", "--db", e.db, "--from", "-"}},
 	}
 	check := func(when string) {
-		for _, args := range bad {
-			r := e.run(args...)
+		for _, b := range bad {
+			r := e.runStdin(b.stdin, b.args...)
 			if r.code != 2 {
 				t.Fatalf("%s: want exit 2:\n%s", when, r)
 			}
@@ -54,7 +58,7 @@ func TestRefusedEnqueueHidesRecordedParams(t *testing.T) {
 
 // A damaged list of recorded names does not lock the file away: it opens,
 // shows every header and parameter value redacted, and check reports the
-// damage; an application opening it with its names replaces the list.
+// damage; an application opening it with its names rebuilds the list.
 func TestDamagedSensitiveNamesFailClosedAndAreReported(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
