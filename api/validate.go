@@ -20,9 +20,9 @@ import (
 	"github.com/idemrun/idemrun/store"
 )
 
-// KeyAccepted says what an idempotency key may be (idemkey.Validate), for
-// error messages.
-const KeyAccepted = "1-255 printable ASCII characters (0x21-0x7E), no spaces or control characters, not starting with a double quote"
+// KeyAccepted says what an idempotency key may be, for error messages:
+// idemkey.Validate's rules.
+const KeyAccepted = idemkey.Accepted
 
 // Limits on what a caller controls. Each is enforced at enqueue with an
 // *InvalidError naming the field.

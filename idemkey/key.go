@@ -16,9 +16,10 @@ const HeaderName = "Idempotency-Key"
 // and most targets document).
 const MaxLen = 255
 
-// accepted describes the valid key syntax; every validation error ends with it
-// so a person reading a log knows how to fix the key.
-const accepted = "accepted: 1-255 printable ASCII characters (0x21-0x7E), no spaces or control characters, not starting with a double quote"
+// Accepted describes the valid key syntax (Validate's rules); every
+// validation error ends with it, so a person reading a log knows how to fix
+// the key.
+const Accepted = "1-255 printable ASCII characters (0x21-0x7E), no spaces or control characters, not starting with a double quote"
 
 // keyShownLen is how many bytes of a bad key an error message repeats.
 const keyShownLen = 40
@@ -40,7 +41,7 @@ type InvalidKeyError struct {
 // Error returns the message, naming the key, the reason and the accepted
 // syntax.
 func (e *InvalidKeyError) Error() string {
-	return "idemkey: invalid key " + e.Key + ": " + e.Reason + "; " + accepted
+	return "idemkey: invalid key " + e.Key + ": " + e.Reason + "; accepted: " + Accepted
 }
 
 // Unwrap returns ErrInvalidKey, so errors.Is(err, ErrInvalidKey) holds.

@@ -75,10 +75,10 @@ func TestInvalidKeyErrorMessage(t *testing.T) {
 		key  string
 		want string
 	}{
-		{"ab c", `idemkey: invalid key "ab c": contains a space at byte 2; ` + accepted},
-		{"", `idemkey: invalid key "": empty; ` + accepted},
-		{"é\x00", `idemkey: invalid key "\u00e9\x00": contains non-ASCII byte 0xC3 at byte 0; ` + accepted},
-		{strings.Repeat("x", 300), `idemkey: invalid key "` + strings.Repeat("x", 40) + `"...: too long: 300 bytes, max 255; ` + accepted},
+		{"ab c", `idemkey: invalid key "ab c": contains a space at byte 2; accepted: ` + Accepted},
+		{"", `idemkey: invalid key "": empty; accepted: ` + Accepted},
+		{"é\x00", `idemkey: invalid key "\u00e9\x00": contains non-ASCII byte 0xC3 at byte 0; accepted: ` + Accepted},
+		{strings.Repeat("x", 300), `idemkey: invalid key "` + strings.Repeat("x", 40) + `"...: too long: 300 bytes, max 255; accepted: ` + Accepted},
 	}
 	for _, tt := range tests {
 		got := Validate(tt.key).Error()
@@ -86,8 +86,8 @@ func TestInvalidKeyErrorMessage(t *testing.T) {
 			t.Errorf("Validate(%.20q).Error():\n got %s\nwant %s", tt.key, got, tt.want)
 		}
 	}
-	if !strings.Contains(accepted, "1-255 printable ASCII characters (0x21-0x7E)") {
-		t.Errorf("accepted = %q, want it to state the accepted characters", accepted)
+	if !strings.Contains(Accepted, "1-255 printable ASCII characters (0x21-0x7E)") {
+		t.Errorf("Accepted = %q, want it to state the accepted characters", Accepted)
 	}
 }
 
