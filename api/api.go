@@ -200,13 +200,13 @@ func Open(path string, opts *Options) (*Client, error) {
 // the list (store.AddSensitiveNames); the file still opens, so `idemrun
 // check` can report it.
 func sensitiveNames(db *store.DB, readOnly bool, headers, params []string, warn io.Writer) (*redact.Redactor, error) {
-	if !readOnly && len(headers)+len(params) > 0 {
-		var d *store.DamagedNamesError
-		if _, _, err := db.SensitiveNames(); errors.As(err, &d) && (d.Headers && nonBlank(headers) || d.Params && nonBlank(params)) {
-			fmt.Fprintf(warn, "idemrun: warning: %v; rebuilding the damaged list from the names given and those still readable in it (a name that is not is lost: give it again)\n", err)
-		}
-		if err := db.AddSensitiveNames(headers, params); err != nil {
+	if !readOnly {
+		rebuilt, err := db.AddSensitiveNames(headers, params)
+		if err != nil {
 			return nil, err
+		}
+		if rebuilt {
+			fmt.Fprintf(warn, "idemrun: warning: %s: a damaged list of recorded sensitive names was rebuilt from the names given and every name still readable in it (a name that was not is lost: give it again)\n", db.Path())
 		}
 	}
 	hs, ps, err := db.SensitiveNames()
@@ -645,14 +645,3 @@ var (
 	// file, and open it again.
 	ErrFailed = store.ErrFailed
 )
-
-// nonBlank reports whether names holds a name that is not blank (blank
-// ones are ignored when names are recorded).
-func nonBlank(names []string) bool {
-	for _, n := range names {
-		if strings.TrimSpace(n) != "" {
-			return true
-		}
-	}
-	return false
-}

@@ -51,8 +51,12 @@ func TestDamagedListWarningOnlyWhenRebuilt(t *testing.T) {
 	openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-Merchant-Pin"}})
 	putMeta(t, path, "sensitive_headers", `["x-merchant-pin"`)
 	w := openClose(t, path, &api.Options{SensitiveParams: []string{"merchant_pin"}})
-	if strings.Contains(w, "rebuilding") || !strings.Contains(w, "sensitive_headers") || !strings.Contains(w, "shown redacted") {
+	if strings.Contains(w, "rebuilt") || !strings.Contains(w, "sensitive_headers") || !strings.Contains(w, "shown redacted") {
 		t.Errorf("warning:\n%s\nwant it to name sensitive_headers, say values are hidden, and claim no rebuild", w)
+	}
+	// Header names given: the list is rebuilt, and the warning says so.
+	if w := openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-Other"}}); !strings.Contains(w, "rebuilt") {
+		t.Errorf("an open that rebuilt the damaged list did not warn:\n%s", w)
 	}
 }
 
@@ -102,7 +106,7 @@ func TestDamagedListBlankNamesClaimNoRebuild(t *testing.T) {
 	openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-Merchant-Pin"}})
 	putMeta(t, path, "sensitive_headers", `["x-merchant-pin"`)
 	w := openClose(t, path, &api.Options{SensitiveHeaders: []string{" "}})
-	if strings.Contains(w, "rebuilding") {
+	if strings.Contains(w, "rebuilt") {
 		t.Errorf("blank names given, nothing rebuilt, but the warning says so:\n%s", w)
 	}
 }

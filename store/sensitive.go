@@ -66,24 +66,24 @@ func (db *DB) SensitiveNames() (headers, params []string, err error) {
 // (names are never removed: a name once treated as a secret stays one).
 // Names are compared without regard to case; blank ones are ignored. It
 // commits only when a name is new. A damaged list (DamagedNamesError) that
-// names are given for is rebuilt from the names still readable in it and
-// the names given; a name cut off or garbled in it is lost, since it
-// cannot be read. A damaged list that no names are given for stays as it
-// is.
-func (db *DB) AddSensitiveNames(headers, params []string) error {
+// names are given for is rebuilt from the names given and every name that
+// can still be read from it (salvageNames), and rebuilt reports that; a
+// damaged list that no names are given for stays as it is.
+func (db *DB) AddSensitiveNames(headers, params []string) (rebuilt bool, err error) {
 	hs, ps := normalNames(headers), normalNames(params)
 	if len(hs) == 0 && len(ps) == 0 {
-		return nil
+		return false, nil
 	}
 	oldH, oldP, err := db.SensitiveNames()
 	var damaged *DamagedNamesError
 	if err != nil && !errors.As(err, &damaged) {
-		return err
+		return false, err
 	}
 	if err == nil && subset(hs, oldH) && subset(ps, oldP) {
-		return nil
+		return false, nil
 	}
-	return db.write(func(tx *bolt.Tx) error {
+	err = db.write(func(tx *bolt.Tx) error {
+		rebuilt = false // the op may run again alone if its batch fails
 		meta := tx.Bucket(bucketMeta)
 		changed := false
 		for _, f := range []struct {
@@ -97,6 +97,7 @@ func (db *DB) AddSensitiveNames(headers, params []string) error {
 			old, err := decodeNames(raw)
 			if err != nil {
 				old = salvageNames(raw)
+				rebuilt = true
 			}
 			all := normalNames(append(old, f.names...))
 			if err == nil && slices.Equal(all, old) {
@@ -116,6 +117,7 @@ func (db *DB) AddSensitiveNames(headers, params []string) error {
 		}
 		return nil
 	})
+	return rebuilt && err == nil, err
 }
 
 func decodeNames(v []byte) ([]string, error) {
