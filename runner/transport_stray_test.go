@@ -64,8 +64,10 @@ func (s *splitConn) sendRest() error {
 // none): the first answer is followed by a stray 408 of which all but the
 // last 4 bytes are sent (for TLS, the record's last bytes), and the rest of
 // it comes only once the second request has arrived, before that
-// request's own answer. reqs counts the requests read.
-func partialStrayServer(t *testing.T, wrap func(net.Conn) net.Conn, reqs *atomic.Int64) func(net.Conn) {
+// request's own answer. reqs counts the requests read; released is closed
+// once the first connection's partial stray answer has been written.
+func partialStrayServer(t *testing.T, wrap func(net.Conn) net.Conn, reqs *atomic.Int64, released chan struct{}) func(net.Conn) {
+	var once sync.Once
 	return func(raw net.Conn) {
 		sc := &splitConn{Conn: raw}
 		c := wrap(sc)
@@ -92,6 +94,7 @@ func partialStrayServer(t *testing.T, wrap func(net.Conn) net.Conn, reqs *atomic
 			if sc.release(4) != nil { // the stray answer's last 4 bytes held back
 				return
 			}
+			once.Do(func() { close(released) })
 		}
 	}
 }
@@ -115,7 +118,8 @@ func TestTLSPartialStrayRecordDropsTheConnection(t *testing.T) {
 	ts.Close()
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
 	var reqs atomic.Int64
-	ln := loopback.Serve(t, partialStrayServer(t, func(c net.Conn) net.Conn { return tls.Server(c, cfg) }, &reqs))
+	released := make(chan struct{})
+	ln := loopback.Serve(t, partialStrayServer(t, func(c net.Conn) net.Conn { return tls.Server(c, cfg) }, &reqs, released))
 	tr := newTransport(4, 4, nil, nil)
 	tr.tlsConfig.RootCAs = pool
 	tr.tlsConfig.ServerName = "example.com"
@@ -126,7 +130,7 @@ func TestTLSPartialStrayRecordDropsTheConnection(t *testing.T) {
 	if code, body, err := roundTrip(t, tr, ctx, target); err != nil || code != 201 || body != "req-1" {
 		t.Fatalf("request 1: %d %q %v", code, body, err)
 	}
-	time.Sleep(50 * time.Millisecond) // the connection sits idle with the partial stray record
+	waitClosed(t, released, "the partial stray record") // the connection sits idle with it
 	reused := false
 	ctx2 := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }})
 	code, body, err := roundTrip(t, tr, ctx2, target)
@@ -142,7 +146,8 @@ func TestTLSPartialStrayRecordDropsTheConnection(t *testing.T) {
 func TestTCPPartialStrayDropsTheConnection(t *testing.T) {
 	t.Parallel()
 	var reqs atomic.Int64
-	ln := loopback.Serve(t, partialStrayServer(t, func(c net.Conn) net.Conn { return c }, &reqs))
+	released := make(chan struct{})
+	ln := loopback.Serve(t, partialStrayServer(t, func(c net.Conn) net.Conn { return c }, &reqs, released))
 	tr := newTransport(4, 4, nil, nil)
 	t.Cleanup(tr.CloseIdleConnections)
 	target := "http://" + ln.Addr().String() + "/pay"
@@ -151,7 +156,7 @@ func TestTCPPartialStrayDropsTheConnection(t *testing.T) {
 	if code, body, err := roundTrip(t, tr, ctx, target); err != nil || code != 201 || body != "req-1" {
 		t.Fatalf("request 1: %d %q %v", code, body, err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	waitClosed(t, released, "the partial stray answer")
 	code, body, err := roundTrip(t, tr, ctx, target)
 	t.Logf("request 2: %d %q %v", code, body, err)
 	if code == 408 || body == "STRAY" {
@@ -176,6 +181,8 @@ func TestFramingExtraBytesDropTheConnection(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			sent := make(chan struct{}) // the first answer, stray bytes included, is written
+			var once sync.Once
 			ln := loopback.Serve(t, func(c net.Conn) {
 				br := bufio.NewReader(c)
 				for n := 1; n <= 2; n++ {
@@ -191,6 +198,7 @@ func TestFramingExtraBytesDropTheConnection(t *testing.T) {
 					if _, err := io.WriteString(c, ans); err != nil {
 						return
 					}
+					once.Do(func() { close(sent) })
 				}
 			})
 			tr := newTransport(4, 4, nil, nil)
@@ -205,7 +213,7 @@ func TestFramingExtraBytesDropTheConnection(t *testing.T) {
 			}
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			time.Sleep(20 * time.Millisecond)
+			waitClosed(t, sent, "the first answer")
 			code, body, err := roundTrip(t, tr, ctx, base+"/second")
 			if err != nil || code != 201 || body != "mine" {
 				t.Errorf("second: %d %q %v; want 201 mine", code, body, err)
@@ -228,31 +236,57 @@ func TestStopBeforeAnyByteLeftIsNoEffect(t *testing.T) {
 	for _, at := range []string{"GotConn", "WroteRequest"} {
 		t.Run(at, func(t *testing.T) {
 			t.Parallel()
-			var got atomic.Int64 // bytes the server received
+			var got atomic.Int64          // bytes the server received
+			closed := make(chan struct{}) // the server saw the connection close
 			ln := loopback.Serve(t, func(c net.Conn) {
 				n, _ := io.Copy(io.Discard, c)
 				got.Add(n)
+				close(closed)
 			})
 			tr := newTransport(4, 4, nil, nil)
 			t.Cleanup(tr.CloseIdleConnections)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			stop := func() { cancel(); time.Sleep(20 * time.Millisecond) } // the AfterFunc runs
-			hooks := &httptrace.ClientTrace{}
-			if at == "GotConn" {
-				hooks.GotConn = func(httptrace.GotConnInfo) { stop() }
-			} else {
+			// A stop is the attempt's context ending; the transport's
+			// AfterFunc then puts the connection's deadline in the past.
+			// That runs in its own goroutine, so the test does it too, at
+			// once: the stop's effect is in place before the next write.
+			var conn net.Conn
+			stop := func() {
+				cancel()
+				_ = conn.SetDeadline(aLongTimeAgo)
+			}
+			hooks := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+				conn = i.Conn
+				if at == "GotConn" {
+					stop()
+				}
+			}}
+			if at == "WroteRequest" {
 				hooks.WroteRequest = func(httptrace.WroteRequestInfo) { stop() }
 			}
 			j := tlsJob("http://" + ln.Addr().String() + "/pay")
 			res := send(httptrace.WithClientTrace(ctx, hooks), directDoer{t: tr, c: clientWith(tr)}, j, 1<<10, time.Now)
 			tr.CloseIdleConnections()
-			time.Sleep(50 * time.Millisecond) // let the server see the close
+			waitClosed(t, closed, "the server's end of the closed connection")
 			v := ClassifyError(res.err, res.progress, true, ClassifyRules{})
 			t.Logf("err %v, progress %+v, verdict %+v, server received %d bytes", res.err, res.progress, v, got.Load())
-			if got.Load() == 0 && v.Class != ClassNoEffect {
+			if got.Load() != 0 {
+				t.Errorf("the stop came before any write, yet the server received %d bytes", got.Load())
+			}
+			if v.Class != ClassNoEffect {
 				t.Errorf("nothing reached the server, but the attempt is %s (%s); want no_effect", v.Class, v.Reason)
 			}
 		})
+	}
+}
+
+// waitClosed waits for ch to be closed, failing the test after 5 s.
+func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: no signal within 5 s", what)
 	}
 }
