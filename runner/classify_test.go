@@ -382,8 +382,7 @@ func TestClassifyErrorRealTransport(t *testing.T) {
 		{"runner", func() roundTripCloser { return newTransport(0, 4, nil, nil) },
 			func(u *url.URL) roundTripCloser {
 				tr := newTransport(0, 4, nil, nil)
-				tr.proxy = http.ProxyURL(u)
-				tr.viaProxy.Proxy = http.ProxyURL(u)
+				tr.useProxy(http.ProxyURL(u))
 				return tr
 			}},
 	}

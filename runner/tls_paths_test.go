@@ -322,8 +322,7 @@ func TestProxyNoSilentResend(t *testing.T) {
 			p := newFakeProxy(t)
 			p.onRequest = func(n int) bool { return n != 2 }
 			d, tr := tlsDoer(t, nil)
-			tr.proxy = http.ProxyURL(p.URL())
-			tr.viaProxy.Proxy = http.ProxyURL(p.URL())
+			tr.useProxy(http.ProxyURL(p.URL()))
 			h0 := hits.Load()
 			j := tlsJob(origin + "/p")
 			j.Request.Method, j.Request.Body = tc.method, tc.body
@@ -345,8 +344,7 @@ func TestProxyNoSilentResend(t *testing.T) {
 func TestProxySameBytes(t *testing.T) {
 	pu, plainRecords := rawProxy(t)
 	d, tr := tlsDoer(t, nil)
-	tr.proxy = http.ProxyURL(pu)
-	tr.viaProxy.Proxy = http.ProxyURL(pu)
+	tr.useProxy(http.ProxyURL(pu))
 	j := tlsJob("http://target.test:8080/p")
 	j.MaxAttempts = 2
 	j = runJob(t, d, j)
@@ -366,8 +364,7 @@ func TestProxyConnectFailure(t *testing.T) {
 			p := newFakeProxy(t)
 			p.connectStatus = code
 			d, tr := tlsDoer(t, tg.pool)
-			tr.proxy = http.ProxyURL(p.URL())
-			tr.viaProxy.Proxy = http.ProxyURL(p.URL())
+			tr.useProxy(http.ProxyURL(p.URL()))
 			v, res := classifyOnce(t, d, tlsJob(tg.srv.URL+"/p"), 2*time.Second)
 			t.Logf("class=%s reason=%q err=%v", v.Class, v.Reason, res.err)
 			if v.Class != ClassNoEffect || tg.hits.Load() != 0 || p.connects.Load() != 1 {
@@ -380,7 +377,7 @@ func TestProxyConnectFailure(t *testing.T) {
 		pu := &url.URL{Scheme: "http", Host: ln.Addr().String()}
 		ln.Close()
 		d, tr := tlsDoer(t, tg.pool)
-		tr.proxy, tr.viaProxy.Proxy = http.ProxyURL(pu), http.ProxyURL(pu)
+		tr.useProxy(http.ProxyURL(pu))
 		v, res := classifyOnce(t, d, tlsJob(tg.srv.URL+"/p"), 2*time.Second)
 		t.Logf("class=%s reason=%q err=%v", v.Class, v.Reason, res.err)
 		if v.Class != ClassNoEffect {
@@ -391,7 +388,7 @@ func TestProxyConnectFailure(t *testing.T) {
 		addr := stallListener(t, func(c net.Conn) { io.Copy(io.Discard, c) })
 		pu := &url.URL{Scheme: "http", Host: addr}
 		d, tr := tlsDoer(t, tg.pool)
-		tr.proxy, tr.viaProxy.Proxy = http.ProxyURL(pu), http.ProxyURL(pu)
+		tr.useProxy(http.ProxyURL(pu))
 		v, res := classifyOnce(t, d, tlsJob(tg.srv.URL+"/p"), 300*time.Millisecond)
 		t.Logf("class=%s reason=%q err=%v", v.Class, v.Reason, res.err)
 		if v.Class != ClassNoEffect {
@@ -401,14 +398,14 @@ func TestProxyConnectFailure(t *testing.T) {
 	t.Run("https through tunnel ok and cert error", func(t *testing.T) {
 		p := newFakeProxy(t)
 		d, tr := tlsDoer(t, tg.pool)
-		tr.proxy, tr.viaProxy.Proxy = http.ProxyURL(p.URL()), http.ProxyURL(p.URL())
+		tr.useProxy(http.ProxyURL(p.URL()))
 		v, res := classifyOnce(t, d, tlsJob(tg.srv.URL+"/p"), 2*time.Second)
 		t.Logf("ok: class=%s err=%v hits=%d", v.Class, res.err, tg.hits.Load())
 		if v.Class != ClassSucceeded || tg.hits.Load() != 1 {
 			t.Fatal(v.Class)
 		}
 		d2, tr2 := tlsDoer(t, nil)
-		tr2.proxy, tr2.viaProxy.Proxy = http.ProxyURL(p.URL()), http.ProxyURL(p.URL())
+		tr2.useProxy(http.ProxyURL(p.URL()))
 		v, res = classifyOnce(t, d2, tlsJob(tg.srv.URL+"/p"), 2*time.Second)
 		t.Logf("unknown CA via tunnel: class=%s err=%v", v.Class, res.err)
 		if v.Class != ClassPermanent || tg.hits.Load() != 1 {

@@ -170,16 +170,14 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 
 func newTransport(maxConnsPerHost, maxIdlePerHost int, control dialControl, tlsBase *tls.Config) *transport {
 	tlsConfig := clientTLS(tlsBase)
-	return &transport{
+	t := &transport{
 		dialer:      net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: control},
 		tlsConfig:   tlsConfig,
 		tlsTimeout:  10 * time.Second,
 		maxConns:    maxConnsPerHost,
 		maxIdle:     maxIdlePerHost,
 		idleTimeout: 90 * time.Second,
-		proxy:       http.ProxyFromEnvironment,
 		viaProxy: &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
 			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: control}).DialContext,
 			TLSClientConfig:     tlsConfig,
 			TLSHandshakeTimeout: 10 * time.Second,
@@ -190,6 +188,15 @@ func newTransport(maxConnsPerHost, maxIdlePerHost int, control dialControl, tlsB
 		},
 		hosts: map[hostKey]*hostConns{},
 	}
+	t.useProxy(http.ProxyFromEnvironment)
+	return t
+}
+
+// useProxy makes proxy decide, for the transport and for the net/http
+// Transport it hands proxied requests to alike, which proxy a request
+// goes through (nil URL: none).
+func (t *transport) useProxy(proxy func(*http.Request) (*url.URL, error)) {
+	t.proxy, t.viaProxy.Proxy = proxy, proxy
 }
 
 // RoundTrip sends req once and returns the response; its body must be

@@ -463,8 +463,7 @@ func TestTransportUsesProxy(t *testing.T) {
 	})
 	pu, _ := url.Parse(proxy.URL)
 	tr := newTransport(4, 4, nil, nil)
-	tr.proxy = http.ProxyURL(pu)
-	tr.viaProxy.Proxy = http.ProxyURL(pu)
+	tr.useProxy(http.ProxyURL(pu))
 	t.Cleanup(tr.CloseIdleConnections)
 	if code, _, err := roundTrip(t, tr, context.Background(), "http://target.invalid/pay"); err != nil || code != http.StatusAccepted {
 		t.Fatalf("through the proxy: %d %v; want 202 from the proxy", code, err)
