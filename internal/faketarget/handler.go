@@ -75,7 +75,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, f Faults) {
 	decided := false
 	defer func() {
 		if !decided {
-			s.undecided.Add(-1)
+			s.decidedOne()
 		}
 	}()
 	s.count(func(c *Counters) { c.Posts++ })
@@ -121,7 +121,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, f Faults) {
 
 	d := s.decide(key, body, slow, f.SlowCommitDelay)
 	decided = true
-	s.undecided.Add(-1)
+	s.decidedOne()
 	switch d.kind {
 	case decidedClosed:
 		panic(http.ErrAbortHandler)

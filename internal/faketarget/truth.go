@@ -293,16 +293,21 @@ func (s *Server) CommitInFlight() int {
 // received so far will make. It reports whether the handlers settled in
 // time.
 func (s *Server) Settle(limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for s.undecided.Load() > 0 {
-		if time.Now().After(deadline) {
-			s.CommitInFlight()
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	_ = s.waitFor(ctx, func() bool { return s.undecided.Load() == 0 })
 	s.CommitInFlight()
-	return true
+	return s.undecided.Load() == 0
+}
+
+// decidedOne counts a create handler out of undecided, and wakes Settle
+// when it was the last.
+func (s *Server) decidedOne() {
+	if s.undecided.Add(-1) == 0 {
+		s.mu.Lock()
+		s.signalLocked()
+		s.mu.Unlock()
+	}
 }
 
 // WaitCreates blocks until at least n payments exist for key, ctx ends or
