@@ -85,27 +85,7 @@ func interpretBody(body []byte, truncated bool) (Outcome, string) {
 		if err != nil {
 			return FoundSucceeded, "not JSON"
 		}
-		if o.repeated != "" {
-			return NoAnswer, "ambiguous JSON: repeated " + strconv.Quote(o.repeated)
-		}
-		if out, detail := o.verdict(); out != "" {
-			return out, detail
-		}
-		if isArray(o.data) {
-			return interpretList(o.data)
-		}
-		if notFoundWord(o) {
-			return NoAnswer, o.word() + " says not found"
-		}
-		if word := o.word(); word != "" {
-			return FoundSucceeded, word
-		}
-		// Without a status word, a null data is what Go encodes an empty
-		// list as: no evidence either way.
-		if d := trimJSONSpace(o.data); string(d) == "null" {
-			return NoAnswer, "data is null"
-		}
-		return FoundSucceeded, "JSON object"
+		return o.outcome(false)
 	case '[':
 		return interpretList(b)
 	case '"':
@@ -218,31 +198,49 @@ func interpretList(raw []byte) (Outcome, string) {
 	if err != nil {
 		return FoundSucceeded, "1 item"
 	}
+	return o.outcome(true)
+}
+
+// outcome reads a JSON object of a 2xx answer: the whole answer, or
+// (item) a list's one item, which is read the same way but for its own
+// data list. The rows are DESIGN §5's, in order.
+func (o object) outcome(item bool) (Outcome, string) {
+	detail := func(d string) string {
+		if item {
+			return "1 item, " + d
+		}
+		return d
+	}
 	if o.repeated != "" {
-		return NoAnswer, "1 item, ambiguous JSON: repeated " + strconv.Quote(o.repeated)
+		return NoAnswer, detail("ambiguous JSON: repeated " + strconv.Quote(o.repeated))
 	}
-	if out, detail := o.verdict(); out != "" {
-		return out, "1 item, " + detail
-	}
-	if notFoundWord(o) {
-		// The item's own word says nothing was found, as for the same
-		// object unwrapped: not a success.
-		return NoAnswer, "1 item, " + o.word() + " says not found"
-	}
-	if o.word() == "" && string(trimJSONSpace(o.data)) == "null" {
-		// As for the same object unwrapped: no evidence either way.
-		return NoAnswer, "1 item, data is null"
+	if out, d := o.verdict(); out != "" {
+		return out, detail(d)
 	}
 	if isArray(o.data) {
-		// A list inside the one item: what it holds (failed, pending, a
-		// duplicate) would decide, and a list of lists is no status answer
-		// the protocol knows. Not found is not claimed either.
-		return NoAnswer, "1 item whose data is a list"
+		if item {
+			// A list inside the one item: what it holds (failed,
+			// pending, a duplicate) would decide, and a list of lists is
+			// no status answer the protocol knows.
+			return NoAnswer, "1 item whose data is a list"
+		}
+		return interpretList(o.data)
+	}
+	if notFoundWord(o) {
+		return NoAnswer, detail(o.word() + " says not found")
 	}
 	if word := o.word(); word != "" {
-		return FoundSucceeded, "1 item, " + word
+		return FoundSucceeded, detail(word)
 	}
-	return FoundSucceeded, "1 item"
+	// Without a status word, a null data is what Go encodes an empty list
+	// as: no evidence either way.
+	if d := trimJSONSpace(o.data); string(d) == "null" {
+		return NoAnswer, detail("data is null")
+	}
+	if item {
+		return FoundSucceeded, "1 item"
+	}
+	return FoundSucceeded, "JSON object"
 }
 
 // object holds the members of a JSON object that the protocol reads.
