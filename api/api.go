@@ -19,6 +19,7 @@ import (
 	"github.com/idemrun/idemrun/internal/redact"
 	"github.com/idemrun/idemrun/statusquery"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // Header is one request header line; order is kept.
@@ -111,7 +112,7 @@ type Options struct {
 	// Defaults to 10 seconds.
 	DefaultAttemptTimeout time.Duration
 	// Store passes storage options through (fault hooks, batch size).
-	Store *store.Options
+	Store *bolt.Options
 	// Warn receives warnings (e.g. a database file readable by others).
 	// Defaults to standard error.
 	Warn io.Writer
@@ -120,7 +121,7 @@ type Options struct {
 // Client is an open idemrun database: what application code uses to
 // enqueue, inspect and steer jobs, and to embed a runner.
 type Client struct {
-	db    *store.DB
+	db    *bolt.DB
 	opts  Options
 	red   *redact.Redactor
 	allow *hostAllow
@@ -166,7 +167,7 @@ func Open(path string, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	so := store.Options{}
+	so := bolt.Options{}
 	if o.Store != nil {
 		so = *o.Store
 	}
@@ -178,7 +179,7 @@ func Open(path string, opts *Options) (*Client, error) {
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
 		fmt.Fprintf(o.Warn, "idemrun: warning: %s has mode %04o; it holds request credentials, make it private: chmod 600 %s\n", path, fi.Mode().Perm(), path)
 	}
-	db, err := store.Open(path, &so)
+	db, err := bolt.Open(path, &so)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +200,7 @@ func Open(path string, opts *Options) (*Client, error) {
 // value instead, with a warning, until an open that gives names rebuilds
 // the list (store.AddSensitiveNames); the file still opens, so `idemrun
 // check` can report it.
-func sensitiveNames(db *store.DB, readOnly bool, headers, params []string, warn io.Writer) (*redact.Redactor, error) {
+func sensitiveNames(db *bolt.DB, readOnly bool, headers, params []string, warn io.Writer) (*redact.Redactor, error) {
 	if !readOnly {
 		rebuilt, err := db.AddSensitiveNames(headers, params)
 		if err != nil {
@@ -229,7 +230,7 @@ func (c *Client) Close() error { return c.db.Close() }
 // Store returns the underlying store, for tools that work on it directly.
 // To embed a runner use NewRunner, which also wires this client's
 // redaction and host allowlist into it.
-func (c *Client) Store() *store.DB { return c.db }
+func (c *Client) Store() *bolt.DB { return c.db }
 
 // Redactor returns the redaction rules this client shows jobs with.
 func (c *Client) Redactor() *redact.Redactor { return c.red }
@@ -440,7 +441,7 @@ func (c *Client) List(ctx context.Context, f ListFilter) (ListPage, error) {
 		}
 	}
 	if f.Cursor != "" {
-		if !store.CursorFits(f.Cursor, f.States) {
+		if !bolt.CursorFits(f.Cursor, f.States) {
 			return ListPage{}, invalid("cursor", f.Cursor, "the next cursor printed by the previous page of the same list (same --state filters)")
 		}
 	}
@@ -616,7 +617,7 @@ func (c *Client) Sweep(ctx context.Context, olderThan, keysFor time.Duration) (i
 	keyCutoff := now.Add(-max(keysFor, olderThan))
 	total := 0
 	for {
-		n, released, err := c.db.SweepKeepKeysCounts(ctx, cutoff, keyCutoff, 1000)
+		n, released, err := c.db.Sweep(ctx, cutoff, keyCutoff, 1000)
 		total += n
 		if err != nil || (n < 1000 && released < 1000) {
 			return total, err
@@ -638,7 +639,7 @@ var (
 	// to (cancel of a running job, retry of a succeeded one, ...).
 	ErrIllegalTransition = store.ErrIllegalTransition
 	// ErrLocked: another process holds the database file.
-	ErrLocked = store.ErrLocked
+	ErrLocked = bolt.ErrLocked
 	// ErrFailed: the store takes no more writes — a commit failed in a
 	// way that leaves its view of the file unlike the disk, or the file
 	// was deleted or replaced while open. Stop, check the disk or the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // Options.ReadOnly: "opens the file for reading only (it must exist)".
@@ -31,7 +32,7 @@ func TestDocReadOnlyMissingFile(t *testing.T) {
 // store.Options.Mode: "the permission of a newly created file".
 func TestDocStoreMode(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "m.db")
-	db, err := store.Open(p, &store.Options{Mode: 0o640})
+	db, err := bolt.Open(p, &bolt.Options{Mode: 0o640})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,10 @@ import (
 
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
-var _ runner.Store = (*store.DB)(nil)
+var _ runner.Store = (*bolt.DB)(nil)
 
 // NewRunner returns a runner over this client's database, wired to it:
 // enqueues wake the runner, error texts are scrubbed with the client's

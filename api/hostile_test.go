@@ -94,16 +94,16 @@ func needsAttention(t *testing.T, c *api.Client, key string) *api.Job {
 	t.Helper()
 	ctx := context.Background()
 	j := enqueueOK(t, c, hostileURL, key)
-	claims, err := c.Store().ClaimDue(ctx, store.StatePending, time.Now().Add(time.Second), 1, nil)
+	claims, err := c.Store().ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: time.Now().Add(time.Second), Limit: 1})
 	if err != nil || len(claims) != 1 || claims[0].Job.ID != j.ID {
 		t.Fatalf("claiming %s: got %d claims, err %v", key, len(claims), err)
 	}
-	if _, err := c.Store().FinishClaim(ctx, claims[0], func(sj *store.Job) error {
+	if _, _, err := c.Store().FinishClaim(ctx, claims[0], func(sj *store.Job) error {
 		sj.State = store.StateNeedsAttention
 		sj.MayHaveEffect = true
 		sj.Reason = "test: the outcome could not be confirmed"
 		return nil
-	}); err != nil {
+	}, nil); err != nil {
 		t.Fatalf("FinishClaim(%s): %v", key, err)
 	}
 	return j

@@ -12,11 +12,12 @@ import (
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 func revOpen(t *testing.T) *api.Client {
 	t.Helper()
-	c, err := api.Open(filepath.Join(t.TempDir(), "r.db"), &api.Options{Store: &store.Options{CommitLinger: -1}})
+	c, err := api.Open(filepath.Join(t.TempDir(), "r.db"), &api.Options{Store: &bolt.Options{CommitLinger: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestListNoNextAfterExactlyFullFilteredPage(t *testing.T) {
 // every job unchanged throughout must be seen exactly once.
 func TestListConcurrentPaging(t *testing.T) {
 	var off atomic.Int64
-	c, err := api.Open(filepath.Join(t.TempDir(), "r.db"), &api.Options{Store: &store.Options{CommitLinger: -1}, Now: func() time.Time { return time.Now().Add(time.Duration(off.Load())) }})
+	c, err := api.Open(filepath.Join(t.TempDir(), "r.db"), &api.Options{Store: &bolt.Options{CommitLinger: -1}, Now: func() time.Time { return time.Now().Add(time.Duration(off.Load())) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/idemrun/idemrun/api"
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 func openClose(t *testing.T, path string, o *api.Options) string {
@@ -30,11 +30,11 @@ func openClose(t *testing.T, path string, o *api.Options) string {
 
 func putMeta(t *testing.T, path, key, val string) {
 	t.Helper()
-	b, err := bolt.Open(path, 0o600, nil)
+	b, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Update(func(tx *bolt.Tx) error {
+	if err := b.Update(func(tx *bbolt.Tx) error {
 		return tx.Bucket([]byte("meta")).Put([]byte(key), []byte(val))
 	}); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/idemrun/idemrun/api"
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // TestSweepPassesOverDamagedRecords: one damaged end-state record among
@@ -28,11 +28,11 @@ func TestSweepPassesOverDamagedRecords(t *testing.T) {
 	first := ids[0]
 	c.Close()
 	// Damage the first canceled job's record (as store's damageRecord does).
-	bdb, err := bolt.Open(path, 0o600, nil)
+	bdb, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bdb.Update(func(tx *bolt.Tx) error {
+	if err := bdb.Update(func(tx *bbolt.Tx) error {
 		a, _ := uuid.Parse(first)
 		v := append([]byte(nil), tx.Bucket([]byte("jobs")).Get(a[:])...)
 		v[18] = 0x7f

@@ -17,7 +17,7 @@ import (
 	"github.com/idemrun/idemrun/internal/httpsyntax"
 	"github.com/idemrun/idemrun/internal/redact"
 	"github.com/idemrun/idemrun/statusquery"
-	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // KeyAccepted says what an idempotency key may be, for error messages:
@@ -340,7 +340,7 @@ func ValidateFor(path string, req Request, o EnqueueOptions, allowHosts []string
 // recordedRedactor returns the redaction rules for the sensitive names
 // recorded in the database at path, or All when they cannot be read.
 func recordedRedactor(path string) *redact.Redactor {
-	db, err := store.Open(path, &store.Options{ReadOnly: true, MustExist: true, LockTimeout: 100 * time.Millisecond})
+	db, err := bolt.Open(path, &bolt.Options{ReadOnly: true, MustExist: true, LockTimeout: 100 * time.Millisecond})
 	if err != nil {
 		return redact.All()
 	}

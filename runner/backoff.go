@@ -9,9 +9,6 @@ import (
 )
 
 const (
-	backoffDefaultBase = 250 * time.Millisecond
-	backoffDefaultCap  = 30 * time.Second
-
 	// backoffMaxShift is the largest shift Ceiling ever applies; anything
 	// larger is past every positive time.Duration anyway.
 	backoffMaxShift = 62
@@ -74,10 +71,10 @@ func (b Backoff) Delay(attempt int, r *rand.Rand) time.Duration {
 func (b Backoff) backoffLimits() (base, limit time.Duration) {
 	base, limit = b.Base, b.Cap
 	if base <= 0 {
-		base = backoffDefaultBase
+		base = DefaultBackoffBase
 	}
 	if limit <= 0 {
-		limit = backoffDefaultCap
+		limit = DefaultBackoffCap
 	}
 	return base, limit
 }

@@ -10,38 +10,39 @@ import (
 
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // chainCounter counts the runner's claims: chained to an outcome write,
 // or taken by a claim round.
 type chainCounter struct {
-	*store.DB
+	*bolt.DB
 	chained, rounds atomic.Int64
-	// afterStop counts chaining FinishClaimNext calls begun after stopped
+	// afterStop counts chaining FinishClaim calls begun after stopped
 	// was set.
 	stopped   atomic.Bool
 	afterStop atomic.Int64
 }
 
-func (c *chainCounter) FinishClaimNext(ctx context.Context, cl store.Claim, fn store.TransitionFunc, next *store.NextClaim) (*store.Job, *store.Claim, error) {
+func (c *chainCounter) FinishClaim(ctx context.Context, cl store.Claim, fn store.TransitionFunc, next *store.NextClaim) (*store.Job, *store.Claim, error) {
 	if c.stopped.Load() && next != nil {
 		c.afterStop.Add(1)
 	}
-	j, nc, err := c.DB.FinishClaimNext(ctx, cl, fn, next)
+	j, nc, err := c.DB.FinishClaim(ctx, cl, fn, next)
 	if nc != nil {
 		c.chained.Add(1)
 	}
 	return j, nc, err
 }
 
-func (c *chainCounter) ClaimDueSkip(ctx context.Context, s store.State, now time.Time, limit int, skip func(id string) bool, prepare store.ClaimFunc) ([]store.Claim, error) {
-	cs, err := c.DB.ClaimDueSkip(ctx, s, now, limit, skip, prepare)
+func (c *chainCounter) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Claim, error) {
+	cs, err := c.DB.ClaimDue(ctx, req)
 	c.rounds.Add(int64(len(cs)))
 	return cs, err
 }
 
 // enqueueN enqueues n jobs that POST to url.
-func enqueueN(t *testing.T, db *store.DB, url string, n int) []*store.Job {
+func enqueueN(t *testing.T, db *bolt.DB, url string, n int) []*store.Job {
 	t.Helper()
 	var list []*store.Job
 	for range n {
@@ -64,7 +65,7 @@ func runIdleOn(t *testing.T, s runner.Store, cfg runner.Config) {
 
 // wantSucceededOnce fails the test unless the target saw each job's key
 // exactly once and each job ended succeeded.
-func wantSucceededOnce(t *testing.T, tg *target, db *store.DB, list []*store.Job) {
+func wantSucceededOnce(t *testing.T, tg *target, db *bolt.DB, list []*store.Job) {
 	t.Helper()
 	perKey := map[string]int{}
 	for _, r := range tg.received() {
@@ -140,13 +141,13 @@ func TestNoChainedClaimsAfterStop(t *testing.T) {
 // commit does: nothing written, an error returned. Outcome writes alone
 // go through.
 type failChain struct {
-	*store.DB
+	*bolt.DB
 	calls atomic.Int64
 }
 
-func (f *failChain) FinishClaimNext(ctx context.Context, c store.Claim, fn store.TransitionFunc, next *store.NextClaim) (*store.Job, *store.Claim, error) {
+func (f *failChain) FinishClaim(ctx context.Context, c store.Claim, fn store.TransitionFunc, next *store.NextClaim) (*store.Job, *store.Claim, error) {
 	if next == nil {
-		return f.DB.FinishClaimNext(ctx, c, fn, nil)
+		return f.DB.FinishClaim(ctx, c, fn, nil)
 	}
 	f.calls.Add(1)
 	return nil, nil, errDiskFull

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // The store fails (its file is deleted) during an outcome write, with no
@@ -22,7 +23,7 @@ func TestRunStopsWhenOutcomeWriteFails(t *testing.T) {
 	for _, untilIdle := range []bool{true, false} {
 		t.Run(fmt.Sprintf("until-idle=%v", untilIdle), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "idemrun.db")
-			db, err := store.Open(path, nil)
+			db, err := bolt.Open(path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

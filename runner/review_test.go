@@ -13,6 +13,7 @@ import (
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/statusquery"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // TestEndless409IsBounded: a target that answers 409 to every send while
@@ -82,7 +83,7 @@ func Test409WithoutStatusURLStaysInKeyTTL(t *testing.T) {
 func TestOutcomeWriteRetried(t *testing.T) {
 	t.Parallel()
 	var failNext atomic.Bool
-	db, err := store.Open(filepath.Join(t.TempDir(), "r.db"), &store.Options{CommitHook: func(int) error {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "r.db"), &bolt.Options{CommitHook: func(int) error {
 		if failNext.CompareAndSwap(true, false) {
 			return errors.New("disk hiccup")
 		}

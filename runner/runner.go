@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,29 +17,28 @@ import (
 	"github.com/idemrun/idemrun/store"
 )
 
-// Store is what the runner needs from storage. *store.DB satisfies it; a
-// future shared backend must too.
+// Store is what the runner needs from storage: the store's work contract
+// (leases, claims, outcomes) and two reads for its scheduling.
 type Store interface {
-	ClaimDueSkip(ctx context.Context, s store.State, now time.Time, limit int, skip func(id string) bool, prepare store.ClaimFunc) ([]store.Claim, error)
-	// FinishClaimNext writes a claim's outcome and, when next is not nil,
-	// claims the next due job in the same commit.
-	FinishClaimNext(ctx context.Context, c store.Claim, fn store.TransitionFunc, next *store.NextClaim) (*store.Job, *store.Claim, error)
-	RecoverRunning(ctx context.Context, now time.Time, fn func(j *store.Job)) (int, error)
+	store.Work
 	OldestDue(s store.State) (time.Time, error)
 	Stats() (map[store.State]int64, error)
-}
-
-// writerHint is implemented by stores that size their commit batches by
-// the number of concurrent writers (*store.DB).
-type writerHint interface {
-	ExpectWriters(n int) (release func())
 }
 
 // Config configures a Runner. Every zero field takes the default its comment
 // states.
 type Config struct {
-	// Workers is the number of jobs worked at once. Defaults to 16.
+	// Workers is the number of jobs worked at once. Defaults to
+	// DefaultWorkers.
 	Workers int
+	// ID names this runner instance: it is recorded as the owner of every
+	// job it claims, and its lease (store.Work) says whether it is alive.
+	// Defaults to a new id (store.NewID) for every Runner.
+	ID string
+	// LeaseTTL is how long the runner's lease lasts without a heartbeat;
+	// it heartbeats every third of it, and looks for the running jobs of
+	// runners whose lease expired as often. Defaults to DefaultLeaseTTL.
+	LeaseTTL time.Duration
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 	// Rand is the jitter source. Defaults to one seeded from crypto/rand, so
@@ -188,7 +188,13 @@ func DefaultDoer(cfg Config) Doer {
 
 func (c *Config) setDefaults() {
 	if c.Workers <= 0 {
-		c.Workers = 16
+		c.Workers = DefaultWorkers
+	}
+	if c.ID == "" {
+		c.ID = store.NewID()
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = DefaultLeaseTTL
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -213,46 +219,46 @@ func (c *Config) setDefaults() {
 		}
 	}
 	if c.StatusBackoff.Base <= 0 {
-		c.StatusBackoff.Base = time.Second
+		c.StatusBackoff.Base = DefaultStatusBackoffBase
 	}
 	if c.RetryAfterCap <= 0 {
-		c.RetryAfterCap = 5 * time.Minute
+		c.RetryAfterCap = DefaultRetryAfterCap
 	}
 	if c.QuietPeriod <= 0 {
-		c.QuietPeriod = 2 * time.Second
+		c.QuietPeriod = DefaultQuietPeriod
 	}
 	if c.StatusBudget <= 0 {
-		c.StatusBudget = 20
+		c.StatusBudget = DefaultStatusBudget
 	}
 	if c.StatusGrace <= 0 {
-		c.StatusGrace = time.Hour
+		c.StatusGrace = DefaultStatusGrace
 	}
 	if c.KeyTTLMargin <= 0 {
-		c.KeyTTLMargin = time.Minute
+		c.KeyTTLMargin = DefaultKeyTTLMargin
 	}
 	if c.BodyLimit <= 0 {
-		c.BodyLimit = 64 << 10
+		c.BodyLimit = DefaultBodyLimit
 	}
 	// The body is kept in the job's record, rewritten at each state
 	// change; and the limit plus one must not overflow when reading.
 	c.BodyLimit = min(c.BodyLimit, MaxBodyLimit)
 	if c.PollInterval <= 0 {
-		c.PollInterval = time.Second
+		c.PollInterval = DefaultPollInterval
 	}
 	if c.StartupSpread <= 0 {
-		c.StartupSpread = 2 * time.Second
+		c.StartupSpread = DefaultStartupSpread
 	}
 	if c.QueryTimeout <= 0 {
-		c.QueryTimeout = 5 * time.Second
+		c.QueryTimeout = DefaultQueryTimeout
 	}
 	if c.ClaimRounds <= 0 {
-		c.ClaimRounds = 4
+		c.ClaimRounds = DefaultClaimRounds
 	}
 	if c.ClaimBatch <= 0 {
-		c.ClaimBatch = 32
+		c.ClaimBatch = DefaultClaimBatch
 	}
 	if c.ShutdownGrace <= 0 {
-		c.ShutdownGrace = 10 * time.Second
+		c.ShutdownGrace = DefaultShutdownGrace
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -283,17 +289,15 @@ type Runner struct {
 	mu       sync.Mutex
 	inflight int
 	reserved int
-	// claiming holds ids a claim round has read and not yet committed, so
-	// overlapping rounds skip them.
-	claiming sync.Map
 	// failed holds the first store.ErrFailed a write met: Run stops with it.
 	failed atomic.Pointer[error]
 }
 
-// noteFailed records err when it is store.ErrFailed and reports whether
-// it was.
+// noteFailed records err when it stops the runner (store.ErrFailed: no
+// write will land; store.ErrLeaseLost: its jobs are another runner's to
+// rescue) and reports whether it does.
 func (r *Runner) noteFailed(err error) bool {
-	if !errors.Is(err, store.ErrFailed) {
+	if !errors.Is(err, store.ErrFailed) || errors.Is(err, store.ErrLeaseLost) {
 		return false
 	}
 	r.failed.CompareAndSwap(nil, &err)
@@ -356,15 +360,18 @@ func (r *Runner) backoff(b Backoff, n int) time.Duration {
 	return b.Delay(n, r.cfg.Rand)
 }
 
-// Recover moves jobs a crash left running to unknown, their first status
-// query spread over StartupSpread after the quiet period. Run calls it
-// first; it is exported for tools that only want the recovery.
+// Recover moves the running jobs of runners whose lease expired (a crash,
+// a lost lease; on a bbolt file, every earlier process) to unknown, their
+// first status query spread over StartupSpread after the quiet period.
+// The jobs of live runners are not touched. Run calls it first and then
+// every third of LeaseTTL; it is exported for tools that only want the
+// recovery.
 func (r *Runner) Recover(ctx context.Context) (int, error) {
 	now := r.cfg.Now()
-	n, err := r.store.RecoverRunning(ctx, now, func(j *store.Job) {
+	n, err := r.store.Rescue(ctx, now, func(j *store.Job) {
 		j.NextRunAt = now.Add(r.cfg.QuietPeriod + r.jitter(r.cfg.StartupSpread))
 		j.LastClass = string(ClassUnknown)
-		j.LastError = fmt.Sprintf("attempt %d was in flight when the runner stopped; it may have reached the target", j.Attempts)
+		j.LastError = fmt.Sprintf("attempt %d was in flight when its runner stopped; it may have reached the target", j.Attempts)
 		j.AddEvent(store.Event{Kind: store.EventRecovery, N: j.Attempts, Start: now, From: store.StateRunning, To: store.StateUnknown,
 			Detail: j.LastError})
 		if ev := lastOpenAttempt(j); ev != nil {
@@ -377,6 +384,61 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 		r.cfg.Logger.Info("recovered jobs left running", "count", n)
 	}
 	return n, err
+}
+
+// ID is the runner instance's id: the owner its claims record.
+func (r *Runner) ID() string { return r.cfg.ID }
+
+// register starts the runner's lease and keeps it alive until the
+// returned stop is called (which ends the lease), rescuing the jobs of
+// expired runners at each heartbeat. A heartbeat refused with
+// store.ErrLeaseLost stops the runner (noteFailed); other heartbeat
+// errors are logged and tried again at the next beat.
+func (r *Runner) register(ctx context.Context) (stop func(), err error) {
+	info := store.RunnerInfo{ID: r.cfg.ID, Workers: r.cfg.Workers, Host: hostname(), PID: os.Getpid()}
+	if err := r.store.Register(ctx, info, r.cfg.Now(), r.cfg.LeaseTTL); err != nil {
+		return nil, err
+	}
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(r.cfg.LeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			err := r.store.Heartbeat(context.Background(), r.cfg.ID, r.cfg.Now(), r.cfg.LeaseTTL)
+			if r.noteFailed(err) {
+				r.cfg.Logger.Error("runner lease lost; claiming stops", "runner", r.cfg.ID, "err", err)
+				r.Notify()
+				return
+			}
+			if err != nil {
+				r.cfg.Logger.Error("lease heartbeat failed; will try again", "runner", r.cfg.ID, "err", err)
+				continue
+			}
+			if _, err := r.Recover(context.Background()); err != nil {
+				r.cfg.Logger.Error("recovery of expired runners' jobs failed; will try again", "err", err)
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+		if err := r.store.Deregister(context.Background(), r.cfg.ID); err != nil {
+			r.cfg.Logger.Error("ending the runner lease failed", "runner", r.cfg.ID, "err", err)
+		}
+	}, nil
+}
+
+// hostname is this machine's name, or "" when it cannot be read.
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
 }
 
 func lastOpenAttempt(j *store.Job) *store.Event {
@@ -393,11 +455,14 @@ func lastOpenAttempt(j *store.Job) *store.Event {
 // pending, running or unknown.
 func (r *Runner) Run(ctx context.Context) error {
 	r.stopping = ctx.Done()
-	// Tell a store with group commit how many workers will write at once,
-	// so it can size its batches.
-	if s, ok := r.store.(writerHint); ok {
-		defer s.ExpectWriters(r.cfg.Workers)()
+	stopLease, err := r.register(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("runner: lease: %w", err)
 	}
+	defer stopLease()
 	if _, err := r.Recover(ctx); err != nil {
 		if ctx.Err() != nil {
 			// Stopped before recovery ended: nothing was claimed, and
@@ -599,20 +664,7 @@ func (r *Runner) claimAndStart(ctx, workCtx context.Context, wg *sync.WaitGroup,
 	plan := r.claimPlan()
 	now := plan.Now
 	started := 0
-	var marked []string
-	skip := func(id string) bool {
-		if _, taken := r.claiming.LoadOrStore(id, struct{}{}); taken {
-			return true
-		}
-		marked = append(marked, id)
-		return false
-	}
-	defer func() {
-		for _, id := range marked {
-			r.claiming.Delete(id)
-		}
-	}()
-	pend, err := r.store.ClaimDueSkip(ctx, store.StatePending, now, free, skip, plan.Pending)
+	pend, err := r.store.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now, Limit: free, Owner: plan.Owner, Prepare: plan.Pending})
 	if err != nil {
 		return 0, err
 	}
@@ -623,7 +675,7 @@ func (r *Runner) claimAndStart(ctx, workCtx context.Context, wg *sync.WaitGroup,
 	if free -= len(pend); free <= 0 {
 		return started, nil
 	}
-	unk, err := r.store.ClaimDueSkip(ctx, store.StateUnknown, now, free, skip, plan.Unknown)
+	unk, err := r.store.ClaimDue(ctx, store.ClaimRequest{State: store.StateUnknown, Now: now, Limit: free, Owner: plan.Owner, Prepare: plan.Unknown})
 	if err != nil {
 		return started, err
 	}
@@ -721,11 +773,8 @@ func (r *Runner) claimPlan() *store.NextClaim {
 	now := r.cfg.Now()
 	lease := r.queryTimeout() + r.cfg.QuietPeriod
 	return &store.NextClaim{
-		Now: now,
-		Skip: func(id string) bool {
-			_, taken := r.claiming.Load(id)
-			return taken
-		},
+		Now:   now,
+		Owner: r.cfg.ID,
 		Pending: func(j *store.Job) {
 			j.AddEvent(store.Event{Kind: store.EventAttempt, N: j.Attempts, Start: now})
 		},
@@ -752,7 +801,7 @@ func (r *Runner) shutdown(wg *sync.WaitGroup, cancelWork context.CancelFunc) err
 	return nil
 }
 
-// write is FinishClaimNext plus logging and the test hook: it writes the
+// write is FinishClaim plus logging and the test hook: it writes the
 // outcome of c and, unless Run is stopping, claims the worker's next job
 // into s.next in the same commit. A fenced write means a newer claim owns
 // the job; it is logged and dropped.
@@ -767,7 +816,7 @@ func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 		plan = r.claimPlan()
 	}
 	for {
-		j, next, err := r.store.FinishClaimNext(context.Background(), c, fn, plan)
+		j, next, err := r.store.FinishClaim(context.Background(), c, fn, plan)
 		// The first try also claims the worker's next job in the same
 		// commit; retries after a failure only write the outcome.
 		plan = nil

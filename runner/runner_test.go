@@ -15,6 +15,7 @@ import (
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/statusquery"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // crashWithRunningJobs enqueues jobs, claims them as a runner would (the
@@ -23,16 +24,16 @@ import (
 func crashWithRunningJobs(t *testing.T, jobs ...*store.Job) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "idemrun.db")
-	db, err := store.Open(path, nil)
+	db, err := bolt.Open(path, nil)
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
 	defer db.Close()
 	enqueue(t, db, jobs...)
 	now := time.Now()
-	claims, err := db.ClaimDue(context.Background(), store.StatePending, now, len(jobs)+1, func(j *store.Job) {
+	claims, err := db.ClaimDue(context.Background(), store.ClaimRequest{State: store.StatePending, Now: now, Limit: len(jobs) + 1, Prepare: func(j *store.Job) {
 		j.AddEvent(store.Event{Kind: store.EventAttempt, N: j.Attempts, Start: now})
-	})
+	}})
 	if err != nil {
 		t.Fatalf("ClaimDue: %v", err)
 	}

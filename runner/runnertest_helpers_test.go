@@ -17,10 +17,11 @@ import (
 	"github.com/idemrun/idemrun/idemkey"
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // The runner talks to storage only through its Store interface.
-var _ runner.Store = (*store.DB)(nil)
+var _ runner.Store = (*bolt.DB)(nil)
 
 // runTimeout bounds every Run in these tests.
 const runTimeout = 15 * time.Second
@@ -28,15 +29,15 @@ const runTimeout = 15 * time.Second
 // openStore opens a real bbolt store in a temporary directory. Cleanup runs
 // the store's consistency check, then closes it; it is registered first, so
 // it runs after every server and runner of the test has stopped.
-func openStore(t *testing.T) *store.DB {
+func openStore(t *testing.T) *bolt.DB {
 	t.Helper()
 	return openStoreAt(t, filepath.Join(t.TempDir(), "idemrun.db"))
 }
 
 // openStoreAt is openStore on a given path.
-func openStoreAt(t *testing.T, path string) *store.DB {
+func openStoreAt(t *testing.T, path string) *bolt.DB {
 	t.Helper()
-	db, err := store.Open(path, nil)
+	db, err := bolt.Open(path, nil)
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
@@ -169,7 +170,7 @@ func at(start time.Time) func(j *store.Job) {
 }
 
 // enqueue stores jobs and fails the test on any refusal.
-func enqueue(t *testing.T, db *store.DB, jobs ...*store.Job) {
+func enqueue(t *testing.T, db *bolt.DB, jobs ...*store.Job) {
 	t.Helper()
 	for _, j := range jobs {
 		res, err := db.Enqueue(context.Background(), j)
@@ -183,7 +184,7 @@ func enqueue(t *testing.T, db *store.DB, jobs ...*store.Job) {
 }
 
 // getJob loads a job by id.
-func getJob(t *testing.T, db *store.DB, id string) *store.Job {
+func getJob(t *testing.T, db *bolt.DB, id string) *store.Job {
 	t.Helper()
 	j, err := db.Get(id)
 	if err != nil {
@@ -216,13 +217,13 @@ func testConfig(t *testing.T) runner.Config {
 // runIdle runs a runner with cfg (UntilIdle forced) until no job is
 // pending, running or unknown, failing the test if that takes longer than
 // runTimeout. It then checks that nothing is left running or due.
-func runIdle(t *testing.T, db *store.DB, cfg runner.Config) {
+func runIdle(t *testing.T, db *bolt.DB, cfg runner.Config) {
 	t.Helper()
 	runIdleWithin(t, db, cfg, runTimeout)
 }
 
 // runIdleWithin is runIdle with its own time limit.
-func runIdleWithin(t *testing.T, db *store.DB, cfg runner.Config, limit time.Duration) {
+func runIdleWithin(t *testing.T, db *bolt.DB, cfg runner.Config, limit time.Duration) {
 	t.Helper()
 	cfg.UntilIdle = true
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
@@ -336,7 +337,7 @@ func wantContains(t *testing.T, what, s string, subs ...string) {
 // hookStore is a *store.DB whose OldestDue calls a hook first (the
 // scheduler calls OldestDue just before it sleeps).
 type hookStore struct {
-	*store.DB
+	*bolt.DB
 	beforeOldestDue func()
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemrun/idemrun/statusquery"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // clientCert makes a self-signed client certificate and the pool a server
@@ -161,7 +162,7 @@ func TestTLSConfigCopiedForTheCheckerAtNew(t *testing.T) {
 	}))
 	defer untrusted.Close()
 	base := &tls.Config{RootCAs: x509.NewCertPool()} // trusts nothing
-	db, err := store.Open(t.TempDir()+"/r.db", nil)
+	db, err := bolt.Open(t.TempDir()+"/r.db", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

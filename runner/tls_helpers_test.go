@@ -26,6 +26,7 @@ import (
 	"github.com/idemrun/idemrun/idemkey"
 	"github.com/idemrun/idemrun/internal/loopback"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // tlsTarget is a TLS httptest server on 127.0.0.1 counting requests that
@@ -110,7 +111,7 @@ func classifyOnce(t *testing.T, d Doer, j *store.Job, timeout time.Duration) (Ve
 // runJob runs a runner with doer until idle and returns the job.
 func runJob(t *testing.T, d Doer, j *store.Job, mod ...func(*Config)) *store.Job {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "r.db"), nil)
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "r.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

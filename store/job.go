@@ -199,6 +199,10 @@ type Job struct {
 	// Fence increases on every claim; a write that carries an older fence is
 	// refused (ErrFenced), so a stale worker cannot overwrite a newer one.
 	Fence uint64 `json:"fence"`
+	// Owner is the runner instance that made the last claim
+	// (Claim.Owner). While the job is running, that runner's lease says
+	// whether its attempt is still being worked.
+	Owner string `json:"owner,omitempty"`
 
 	LastError  string `json:"last_error,omitempty"`
 	LastStatus int    `json:"last_status,omitempty"`
@@ -262,9 +266,9 @@ func (j *Job) LastEvent(k EventKind) *Event {
 	return nil
 }
 
-// clone returns a deep copy of j, so callers never share slices with a
+// Clone returns a deep copy of j, so callers never share slices with a
 // record being written.
-func (j *Job) clone() *Job {
+func (j *Job) Clone() *Job {
 	c := *j
 	c.Request.Header = append([]HeaderField(nil), j.Request.Header...)
 	c.Request.Body = append([]byte(nil), j.Request.Body...)
@@ -276,14 +280,4 @@ func (j *Job) clone() *Job {
 		c.Result = &r
 	}
 	return &c
-}
-
-// indexTime is the time a job is ordered by inside its state's index.
-func (j *Job) indexTime() time.Time {
-	switch j.State {
-	case StatePending, StateUnknown:
-		return j.NextRunAt
-	default:
-		return j.UpdatedAt
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/internal/fsutil"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 func (m *Main) backup(ctx context.Context, args []string) error {
@@ -84,9 +85,9 @@ func (m *Main) compact(ctx context.Context, args []string) error {
 		return usagef("compact: unexpected argument %q", fs.Arg(0))
 	}
 	path := m.dbPath(*db)
-	res, err := store.Compact(path, &store.Options{LockTimeout: 2 * time.Second})
+	res, err := bolt.Compact(path, &bolt.Options{LockTimeout: 2 * time.Second})
 	if err != nil {
-		if errors.Is(err, store.ErrLocked) {
+		if errors.Is(err, bolt.ErrLocked) {
 			return fmt.Errorf("compact: %w; compact needs the file to itself: stop the runner and any other idemrun process using %s, then run compact again", err, path)
 		}
 		return fmt.Errorf("compact: %w", err)
@@ -112,7 +113,7 @@ func (m *Main) check(ctx context.Context, args []string) error {
 	}
 	c, err := api.Open(path, &api.Options{ReadOnly: true, LockTimeout: 2 * time.Second, Warn: m.Stderr})
 	if err != nil {
-		if errors.Is(err, store.ErrLocked) {
+		if errors.Is(err, bolt.ErrLocked) {
 			return fmt.Errorf("%w; check a copy instead: idemrun backup COPY && idemrun check COPY", err)
 		}
 		fmt.Fprintf(m.Stdout, "check: %s: FAILED to open: %v\n", path, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // Exit codes: 0 success, 2 usage errors and invalid input (nothing
@@ -121,7 +122,7 @@ func (m *Main) report(err error) int {
 	case errors.As(err, &ue), errors.Is(err, api.ErrInvalid):
 		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
 		return exitUsage
-	case errors.Is(err, store.ErrNotDatabase), errors.Is(err, store.ErrNewerSchema), errors.Is(err, store.ErrLocked):
+	case errors.Is(err, bolt.ErrNotDatabase), errors.Is(err, bolt.ErrNewerSchema), errors.Is(err, bolt.ErrLocked):
 		// Bad input in the foundation issue's list: a path that is not an
 		// idemrun database, or one another process holds (nothing written).
 		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
@@ -282,7 +283,7 @@ func (m *Main) openService(path string, create bool) (api.Service, error) {
 			return c, nil
 		}
 	}
-	if !errors.Is(err, store.ErrLocked) {
+	if !errors.Is(err, bolt.ErrLocked) {
 		return nil, err
 	}
 	rem, rerr := api.DialSocket(path)

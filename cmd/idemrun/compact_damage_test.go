@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/idemrun/idemrun/store/storetest"
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // compact on a damaged file reports an error naming the file, never a
@@ -43,12 +43,12 @@ func TestCompactDamagedFile(t *testing.T) {
 // freelist and the root page alone, so the file still opens.
 func damageJobLeaf(t *testing.T, path string) {
 	t.Helper()
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
+	bdb, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, PreLoadFreelist: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var live []int
-	err = bdb.View(func(tx *bolt.Tx) error {
+	err = bdb.View(func(tx *bbolt.Tx) error {
 		for id := 2; ; id++ {
 			p, err := tx.Page(id)
 			if err != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // compact through the CLI: it refuses a file another process holds and
@@ -25,7 +25,7 @@ func TestCompactCLI(t *testing.T) {
 		t.Errorf("compact with an argument: got\n%s\nwant exit 2", r)
 	}
 
-	held, err := store.Open(e.db, nil)
+	held, err := bolt.Open(e.db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

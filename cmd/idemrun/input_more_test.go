@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // An explicit "key_format": "" in a --from line is refused (exit 2), as
@@ -67,7 +67,7 @@ func TestRepeatedDataJoinedLikeCurl(t *testing.T) {
 	e.ok("enqueue", "--db", e.db, "--url", "http://127.0.0.1:9/p", "--key", "d1",
 		"--data", "a=1", "--data", "b=2", "--data", "@"+part)
 	e.ok("enqueue", "--db", e.db, "--url", "http://127.0.0.1:9/p", "--key", "d2", "--data", "only")
-	db, err := store.Open(e.db, nil)
+	db, err := bolt.Open(e.db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

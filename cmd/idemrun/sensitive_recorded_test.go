@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/idemrun/idemrun/api"
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // recordNames opens e.db through the Go API with extra sensitive names, as
@@ -64,11 +64,11 @@ func TestDamagedSensitiveNamesFailClosedAndAreReported(t *testing.T) {
 	e := newEnv(t)
 	recordNames(t, e)
 	e.ok("enqueue", "--db", e.db, "--url", "http://127.0.0.1:9/p?plain=VISIBLE1", "-H", "X-Plain: VISIBLE2", "--key", "k1")
-	b, err := bolt.Open(e.db, 0o600, nil)
+	b, err := bbolt.Open(e.db, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Update(func(tx *bolt.Tx) error {
+	if err := b.Update(func(tx *bbolt.Tx) error {
 		return tx.Bucket([]byte("meta")).Put([]byte("sensitive_headers"), []byte(`["x-pin"`))
 	}); err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // Config is one bench run.
@@ -283,7 +284,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.HTTPTransport = "net/http"
 	}
 	var err error
-	if res.RawUpdateCommitsPerS, err = store.RawCommitsPerSecond(rawPath, time.Second); err != nil {
+	if res.RawUpdateCommitsPerS, err = bolt.RawCommitsPerSecond(rawPath, time.Second); err != nil {
 		return nil, fmt.Errorf("bench: raw commits: %w", err)
 	}
 	fmt.Fprintf(cfg.Out, "raw bbolt Update commits/s: %.0f\n", res.RawUpdateCommitsPerS)
@@ -453,7 +454,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// Latencies on the now-full store.
 	res.StatsLatencyMs = medianMs(31, func() error { _, err := c.Stats(ctx); return err })
 	res.ClaimLatencyMs = medianMs(31, func() error {
-		_, err := c.Store().ClaimDue(ctx, store.StatePending, time.Now(), 100, nil)
+		_, err := c.Store().ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: time.Now(), Limit: 100})
 		return err
 	})
 
@@ -544,7 +545,7 @@ func enqueueMany(ctx context.Context, path, url string, n int) (float64, error) 
 	return float64(n) / took.Seconds(), nil
 }
 
-func preload(ctx context.Context, db *store.DB, n int) error {
+func preload(ctx context.Context, db *bolt.DB, n int) error {
 	now := time.Now().UTC()
 	const batch = 5000
 	jobs := make([]*store.Job, 0, batch)

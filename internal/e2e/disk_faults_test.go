@@ -21,6 +21,7 @@ import (
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // These tests make a real disk fault: they need root (a tmpfs, a loop
@@ -191,7 +192,7 @@ func TestMetaFsyncFailureAcknowledgesNothing(t *testing.T) {
 	r := newFsyncRig(t)
 	path := filepath.Join(r.mnt, "f.db")
 	ctx := context.Background()
-	c := openAt(t, path, api.Options{Store: &store.Options{CommitLinger: 50 * time.Millisecond}})
+	c := openAt(t, path, api.Options{Store: &bolt.Options{CommitLinger: 50 * time.Millisecond}})
 	r.storeThenFailNextMeta(c, path)
 
 	commits0, _ := c.Store().Counters()

@@ -22,6 +22,7 @@ import (
 	"github.com/idemrun/idemrun/idemkey"
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 	"github.com/idemrun/idemrun/store/storetest"
 )
 
@@ -202,7 +203,7 @@ func TestEnqueueCommitFails(t *testing.T) {
 		return nil
 	}
 	tg := newCountingTarget(t)
-	c := openAt(t, path, api.Options{Store: &store.Options{CommitHook: hook}})
+	c := openAt(t, path, api.Options{Store: &bolt.Options{CommitHook: hook}})
 	ctx := context.Background()
 	req := api.Request{URL: tg.url(), Body: []byte(`{"amount":1}`)}
 	res, err := c.Enqueue(ctx, req, api.EnqueueOptions{Key: "fire-1"})
@@ -247,14 +248,14 @@ func TestEnqueueCommitFails(t *testing.T) {
 // claimMarker marks the runner's claims, so the commit hook can fail
 // exactly the commit that would record "attempt N started".
 type claimMarker struct {
-	*store.DB
+	*bolt.DB
 	claiming *atomic.Int32
 }
 
-func (m claimMarker) ClaimDueSkip(ctx context.Context, s store.State, now time.Time, limit int, skip func(id string) bool, prepare store.ClaimFunc) ([]store.Claim, error) {
+func (m claimMarker) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Claim, error) {
 	m.claiming.Add(1)
 	defer m.claiming.Add(-1)
-	return m.DB.ClaimDueSkip(ctx, s, now, limit, skip, prepare)
+	return m.DB.ClaimDue(ctx, req)
 }
 
 // When the attempt record cannot be committed, the request is not sent:
@@ -272,7 +273,7 @@ func TestClaimCommitFailsSendsNothing(t *testing.T) {
 		}
 		return nil
 	}
-	c := openAt(t, path, api.Options{Store: &store.Options{CommitHook: hook}})
+	c := openAt(t, path, api.Options{Store: &bolt.Options{CommitHook: hook}})
 	job := enqueue(t, c, tg.url(), []byte(`{"amount":7}`), api.EnqueueOptions{Key: "claim-fire"})
 	cfg := faultConfig()
 	cfg.UntilIdle = false
@@ -323,7 +324,7 @@ func TestOutcomeCommitFailsStaysRunning(t *testing.T) {
 		}
 		return nil
 	}
-	c := openAt(t, path, api.Options{Store: &store.Options{CommitHook: hook}})
+	c := openAt(t, path, api.Options{Store: &bolt.Options{CommitHook: hook}})
 	enqueue(t, c, tg.url(), []byte(`{"amount":9}`), api.EnqueueOptions{Key: "outcome-fire"})
 	r, err := c.NewRunner(faultConfig())
 	if err != nil {
@@ -372,7 +373,7 @@ func TestDiskFull(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "f.db")
 	tg := newCountingTarget(t)
-	c := openAt(t, path, api.Options{Store: &store.Options{MaxSize: 256 << 10}})
+	c := openAt(t, path, api.Options{Store: &bolt.Options{MaxSize: 256 << 10}})
 	ctx := context.Background()
 	body := bytes.Repeat([]byte("x"), 16<<10)
 	var stored []string
@@ -491,7 +492,7 @@ func TestReadOnlyFile(t *testing.T) {
 			t.Errorf("api.Open for writing of a 0400 file: got %v, want an error naming the file and the permission", err)
 		}
 	}
-	for _, o := range []api.Options{{ReadOnly: true}, {Store: &store.Options{ReadOnly: true}}} {
+	for _, o := range []api.Options{{ReadOnly: true}, {Store: &bolt.Options{ReadOnly: true}}} {
 		ro := openAt(t, path, o)
 		page, err := ro.List(ctx, api.ListFilter{})
 		if err != nil || len(page.Jobs) != 2 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // The batch is refused by the commit hook (nothing written); re-run one by
@@ -28,7 +29,7 @@ func TestRerunVisibleFailureFailsTheStore(t *testing.T) {
 		}
 		return nil
 	}
-	c := openAt(t, path, api.Options{Store: &store.Options{CommitLinger: 50 * time.Millisecond, CommitHook: hook}})
+	c := openAt(t, path, api.Options{Store: &bolt.Options{CommitLinger: 50 * time.Millisecond, CommitHook: hook}})
 	r.storeThenFailNextMeta(c, path)
 	armed.Store(true)
 	var wg sync.WaitGroup

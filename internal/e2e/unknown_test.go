@@ -803,9 +803,9 @@ func TestRecoveredAttemptIsQueriedFirst(t *testing.T) {
 			// What a runner does before its first byte leaves: claim, with
 			// the attempt event durable. Then it "crashes".
 			now := time.Now()
-			claims, err := c.Store().ClaimDue(t.Context(), store.StatePending, now, 1, func(j *store.Job) {
+			claims, err := c.Store().ClaimDue(t.Context(), store.ClaimRequest{State: store.StatePending, Now: now, Limit: 1, Prepare: func(j *store.Job) {
 				j.AddEvent(store.Event{Kind: store.EventAttempt, N: j.Attempts, Start: now})
-			})
+			}})
 			if err != nil || len(claims) != 1 {
 				t.Fatalf("ClaimDue = %d claims, %v; want 1", len(claims), err)
 			}

@@ -28,11 +28,11 @@ func testClaimDueOrder(t *testing.T, open func(t *testing.T) Store) {
 	}
 
 	for _, st := range []store.State{store.StateRunning, store.StateSucceeded, store.StateNeedsAttention} {
-		if cs, err := s.ClaimDue(ctx, st, now, 10, nil); err == nil || len(cs) != 0 {
+		if cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: st, Now: now, Limit: 10}); err == nil || len(cs) != 0 {
 			t.Errorf("ClaimDue(%s) = %d claims, %v; want a refusal", st, len(cs), err)
 		}
 	}
-	if cs, err := s.ClaimDue(ctx, store.StatePending, now, 0, nil); err != nil || len(cs) != 0 {
+	if cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now, Limit: 0}); err != nil || len(cs) != 0 {
 		t.Errorf("ClaimDue(limit 0) = %d claims, %v; want none", len(cs), err)
 	}
 
@@ -46,7 +46,7 @@ func testClaimDueOrder(t *testing.T, open func(t *testing.T) Store) {
 	}
 	claimKeys := func(now time.Time, limit int) []string {
 		t.Helper()
-		cs, err := s.ClaimDue(ctx, store.StatePending, now, limit, prepare)
+		cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now, Limit: limit, Prepare: prepare})
 		if err != nil {
 			t.Fatalf("ClaimDue(pending, %v, %d): %v", now, limit, err)
 		}
@@ -123,10 +123,10 @@ func testClaimDueUnknown(t *testing.T, open func(t *testing.T) Store) {
 	lease := 30 * time.Second
 	prepare := func(j *store.Job) { j.NextRunAt = j.UpdatedAt.Add(lease) }
 
-	if cs, err := s.ClaimDue(ctx, store.StatePending, now.Add(time.Hour), 10, nil); err != nil || len(cs) != 0 {
+	if cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now.Add(time.Hour), Limit: 10}); err != nil || len(cs) != 0 {
 		t.Errorf("ClaimDue(pending) = %v, %v; want no unknown job claimed as pending", claimIDs(cs), err)
 	}
-	cs, err := s.ClaimDue(ctx, store.StateUnknown, now, 10, prepare)
+	cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: store.StateUnknown, Now: now, Limit: 10, Prepare: prepare})
 	if err != nil || len(cs) != 1 || cs[0].Job.ID != u1.ID {
 		t.Fatalf("ClaimDue(unknown, now) = %v, %v; want only u1", claimIDs(cs), err)
 	}
@@ -139,11 +139,11 @@ func testClaimDueUnknown(t *testing.T, open func(t *testing.T) Store) {
 		t.Errorf("u1 NextRunAt = %v; want the lease %v", got.NextRunAt, now.Add(lease))
 	}
 	// Under its lease u1 is not due; u2 is.
-	cs, err = s.ClaimDue(ctx, store.StateUnknown, now.Add(lease-time.Nanosecond), 10, prepare)
+	cs, err = s.ClaimDue(ctx, store.ClaimRequest{State: store.StateUnknown, Now: now.Add(lease - time.Nanosecond), Limit: 10, Prepare: prepare})
 	if err != nil || len(cs) != 1 || cs[0].Job.ID != u2.ID {
 		t.Errorf("ClaimDue(unknown, under lease) = %v, %v; want only u2", claimIDs(cs), err)
 	}
-	cs, err = s.ClaimDue(ctx, store.StateUnknown, now.Add(lease), 10, prepare)
+	cs, err = s.ClaimDue(ctx, store.ClaimRequest{State: store.StateUnknown, Now: now.Add(lease), Limit: 10, Prepare: prepare})
 	if err != nil || len(cs) != 1 || cs[0].Job.ID != u1.ID {
 		t.Errorf("ClaimDue(unknown, lease over) = %v, %v; want only u1", claimIDs(cs), err)
 	}
@@ -184,7 +184,7 @@ func testClaimDueConcurrent(t *testing.T, open func(t *testing.T) Store) {
 		wg.Go(func() {
 			<-start
 			for range jobs { // bounded: each round claims at least one job or stops
-				cs, err := s.ClaimDue(ctx, store.StatePending, now, limit, nil)
+				cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now, Limit: limit})
 				if err != nil {
 					errs[w] = err
 					return
@@ -253,7 +253,7 @@ func testRecoverRunning(t *testing.T, open func(t *testing.T) Store) {
 
 	at := now.Add(time.Minute)
 	var seen []string
-	n, err := s.RecoverRunning(ctx, at, func(j *store.Job) {
+	n, err := s.Rescue(ctx, at, func(j *store.Job) {
 		if j.State != store.StateUnknown || !j.MayHaveEffect {
 			t.Errorf("recovery fn sees %s, MayHaveEffect %v; want unknown, true", j.State, j.MayHaveEffect)
 		}
@@ -282,14 +282,14 @@ func testRecoverRunning(t *testing.T, open func(t *testing.T) Store) {
 	for _, o := range others {
 		wantUnchanged(t, s, o, "RecoverRunning on a "+string(o.State)+" job")
 	}
-	if n, err := s.RecoverRunning(ctx, at.Add(time.Second), nil); err != nil || n != 0 {
+	if n, err := s.Rescue(ctx, at.Add(time.Second), nil); err != nil || n != 0 {
 		t.Errorf("second RecoverRunning = %d, %v; want 0, nil", n, err)
 	}
 	if st := stats(t, s); st[store.StateRunning] != 0 || st[store.StateUnknown] != 4 {
 		t.Errorf("Stats = %v; want 0 running, 4 unknown", st)
 	}
 	// The recovered jobs are due for a status query when fn said, not before.
-	cs, err := s.ClaimDue(ctx, store.StateUnknown, at.Add(5*time.Second), 10, nil)
+	cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: store.StateUnknown, Now: at.Add(5 * time.Second), Limit: 10})
 	if err != nil {
 		t.Fatalf("ClaimDue(unknown): %v", err)
 	}

@@ -301,7 +301,7 @@ func testNotFound(t *testing.T, open func(t *testing.T) Store) {
 		if _, err := s.Get(id); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Get(%q) err = %v; want ErrNotFound", id, err)
 		}
-		if _, err := s.Finish(ctx, id, 1, moveTo(store.StateSucceeded, now)); !errors.Is(err, store.ErrNotFound) {
+		if _, err := finishAt(s, id, 1, moveTo(store.StateSucceeded, now)); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Finish(%q) err = %v; want ErrNotFound", id, err)
 		}
 		if _, err := s.Cancel(ctx, id, now, "t", ""); !errors.Is(err, store.ErrNotFound) {

@@ -69,7 +69,7 @@ func testListPagination(t *testing.T, open func(t *testing.T) Store) {
 	// Claims in rounds, so running jobs have several claim times (and ties).
 	var claims []store.Claim
 	for k := range 15 {
-		cs, err := s.ClaimDue(ctx, store.StatePending, now.Add(time.Duration(10*(k+1))*time.Second), 8, nil)
+		cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now.Add(time.Duration(10*(k+1)) * time.Second), Limit: 8})
 		if err != nil {
 			t.Fatalf("ClaimDue: %v", err)
 		}

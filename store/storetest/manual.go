@@ -131,7 +131,7 @@ func testRetry(t *testing.T, open func(t *testing.T) Store) {
 			t.Fatalf("after 3 claims: attempts %d, left %d; want 3, 2", j.Attempts, j.AttemptsLeft())
 		}
 		failedAt := now.Add(5 * time.Minute)
-		if _, err := s.Finish(ctx, j.ID, j.Fence, func(j *store.Job) error {
+		if _, err := finishAt(s, j.ID, j.Fence, func(j *store.Job) error {
 			if err := moveTo(store.StateFailed, failedAt)(j); err != nil {
 				return err
 			}
@@ -265,12 +265,12 @@ func testSweep(t *testing.T, open func(t *testing.T) Store) {
 	if err != nil || !res.Existing || res.Job.ID != old[0].ID {
 		t.Fatalf("Enqueue(old-0) before the sweep = %+v, %v; want the existing job", res, err)
 	}
-	if got, err := s.Sweep(ctx, cutoff, 0); err != nil || got != 0 {
+	if got, _, err := s.Sweep(ctx, cutoff, cutoff, 0); err != nil || got != 0 {
 		t.Errorf("Sweep(limit 0) = %d, %v; want 0", got, err)
 	}
 	total := 0
 	for _, want := range []int{4, 4, 2, 0} {
-		got, err := s.Sweep(ctx, cutoff, 4)
+		got, _, err := s.Sweep(ctx, cutoff, cutoff, 4)
 		if err != nil || got != want {
 			t.Errorf("Sweep(limit 4) = %d, %v; want %d", got, err, want)
 		}

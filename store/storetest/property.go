@@ -65,6 +65,17 @@ func (rr *randomRun) pick(r *rand.Rand, claimedOnly bool) (string, uint64) {
 	return id, rr.fences[id]
 }
 
+// pickNew returns one of the ids stored last (or one never stored when
+// none is).
+func (rr *randomRun) pickNew(r *rand.Rand) string {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if len(rr.ids) == 0 {
+		return store.NewID()
+	}
+	return rr.ids[len(rr.ids)-1-r.IntN(min(8, len(rr.ids)))]
+}
+
 // testCountersMatchScan runs ~2000 random operations of every kind, legal
 // and illegal, from 16 workers with seeded randomness, in 4 phases; after
 // each phase the counters must equal a full scan, and at the end the
@@ -179,16 +190,16 @@ func randomOp(s Store, rr *randomRun, r *rand.Rand, keys int, tally *[11]int) er
 		}
 	case op < 40:
 		tally[2]++
-		cs, err := s.ClaimDue(ctx, store.StatePending, now, 1+r.IntN(4), func(j *store.Job) {
+		cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now, Limit: 1 + r.IntN(4), Prepare: func(j *store.Job) {
 			j.AddEvent(store.Event{Kind: store.EventAttempt, N: j.Attempts, Start: now})
-		})
+		}})
 		rr.noteClaims(cs)
 		return allowed(err)
 	case op < 47:
 		tally[3]++
-		cs, err := s.ClaimDue(ctx, store.StateUnknown, now, 1+r.IntN(3), func(j *store.Job) {
+		cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: store.StateUnknown, Now: now, Limit: 1 + r.IntN(3), Prepare: func(j *store.Job) {
 			j.NextRunAt = now.Add(30 * time.Second)
-		})
+		}})
 		rr.noteClaims(cs)
 		return allowed(err)
 	case op < 72:
@@ -202,7 +213,7 @@ func randomOp(s Store, rr *randomRun, r *rand.Rand, keys int, tally *[11]int) er
 		}
 		to := store.States()[r.IntN(len(store.States()))]
 		next := now.Add(time.Duration(r.IntN(3000)) * time.Millisecond)
-		j, err := s.Finish(ctx, id, fence, func(j *store.Job) error {
+		j, err := finishAt(s, id, fence, func(j *store.Job) error {
 			if err := moveTo(to, now)(j); err != nil {
 				return err
 			}
@@ -217,11 +228,16 @@ func randomOp(s Store, rr *randomRun, r *rand.Rand, keys int, tally *[11]int) er
 		return allowed(err, store.ErrIllegalTransition, store.ErrFenced, store.ErrNotFound)
 	case op < 75:
 		tally[5]++
-		_, err := s.RecoverRunning(ctx, now, nil)
+		_, err := s.Rescue(ctx, now, nil)
 		return allowed(err)
 	case op < 81:
 		tally[6]++
-		id, _ := rr.pick(r, false)
+		// Half the cancels aim at the newest jobs, which are the likeliest
+		// to be still pending (claims take the older ones first).
+		id := rr.pickNew(r)
+		if r.IntN(2) == 0 {
+			id, _ = rr.pick(r, false)
+		}
 		j, err := s.Cancel(ctx, id, now, "prop", "")
 		if err == nil {
 			rr.noteJob(j, false)
@@ -246,7 +262,8 @@ func randomOp(s Store, rr *randomRun, r *rand.Rand, keys int, tally *[11]int) er
 		return allowed(err, store.ErrIllegalTransition, store.ErrNotFound)
 	case op < 93:
 		tally[9]++
-		_, err := s.Sweep(ctx, now.Add(-time.Duration(r.IntN(600))*time.Second), 1+r.IntN(10))
+		cutoff := now.Add(-time.Duration(r.IntN(600)) * time.Second)
+		_, _, err := s.Sweep(ctx, cutoff, cutoff, 1+r.IntN(10))
 		return allowed(err)
 	default:
 		tally[10]++

@@ -10,25 +10,8 @@ import (
 	"github.com/idemrun/idemrun/store"
 )
 
-// Store is what the suite needs of a backend: the methods of *store.DB with
-// their exact signatures.
-type Store interface {
-	Enqueue(ctx context.Context, j *store.Job) (store.EnqueueResult, error)
-	EnqueueMany(ctx context.Context, jobs []*store.Job) ([]store.EnqueueResult, error)
-	ClaimDue(ctx context.Context, s store.State, now time.Time, limit int, prepare store.ClaimFunc) ([]store.Claim, error)
-	Finish(ctx context.Context, id string, fence uint64, fn store.TransitionFunc) (*store.Job, error)
-	RecoverRunning(ctx context.Context, now time.Time, fn func(j *store.Job)) (int, error)
-	Cancel(ctx context.Context, id string, now time.Time, actor, note string) (*store.Job, error)
-	Retry(ctx context.Context, id string, now time.Time, actor, note string) (*store.Job, error)
-	Resolve(ctx context.Context, id string, as store.State, now time.Time, actor, note string) (*store.Job, error)
-	Sweep(ctx context.Context, cutoff time.Time, limit int) (int, error)
-	Get(id string) (*store.Job, error)
-	GetByKey(key string) (*store.Job, error)
-	List(f store.ListFilter) (store.ListPage, error)
-	Stats() (map[store.State]int64, error)
-	Check() (store.CheckReport, error)
-	Close() error
-}
+// Store is what the suite tests: the whole backend contract.
+type Store = store.Store
 
 // Run runs the contract suite. open must return a new, empty store for the
 // test it is given and arrange for the store to be checked and closed when
@@ -136,7 +119,7 @@ func stats(t *testing.T, s Store) map[store.State]int64 {
 // claim claims exactly the job id from state st at now.
 func claim(t *testing.T, s Store, st store.State, id string, now time.Time) store.Claim {
 	t.Helper()
-	cs, err := s.ClaimDue(ctx, st, now, 1, nil)
+	cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: st, Now: now, Limit: 1})
 	if err != nil {
 		t.Fatalf("ClaimDue(%s): %v", st, err)
 	}
@@ -178,9 +161,26 @@ func moveTo(st store.State, now time.Time) store.TransitionFunc {
 	}
 }
 
+// finishAt writes fn over the stored job id as a claim with this fence
+// would: the job as stored now, with the attempt and owner it holds, and
+// the fence given, which a stale writer has wrong.
+func finishAt(s Store, id string, fence uint64, fn store.TransitionFunc) (*store.Job, error) {
+	j, err := s.Get(id)
+	if errors.Is(err, store.ErrNotFound) {
+		j, err = &store.Job{ID: id, State: store.StateRunning}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := store.ClaimOf(j)
+	c.Fence = fence
+	got, _, err := s.FinishClaim(ctx, c, fn, nil)
+	return got, err
+}
+
 func finish(t *testing.T, s Store, id string, fence uint64, st store.State, now time.Time) *store.Job {
 	t.Helper()
-	j, err := s.Finish(ctx, id, fence, moveTo(st, now))
+	j, err := finishAt(s, id, fence, moveTo(st, now))
 	if err != nil {
 		t.Fatalf("Finish(%s → %s): %v", id, st, err)
 	}

@@ -1,0 +1,129 @@
+package store
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Store is the contract every backend implements: all that the runner and
+// the api package use of a store. The contract suite (store/storetest)
+// runs every method against a backend.
+//
+// Times passed in are the caller's clock readings. Writes are durable when
+// they return without error.
+type Store interface {
+	Jobs
+	Work
+	// Check verifies the stored data against idemrun's invariants (each
+	// job decodes, counters match a count, indexes match the jobs). It
+	// reads everything: it is for diagnosis.
+	Check() (CheckReport, error)
+	// Close closes the store after every acknowledged write is durable.
+	Close() error
+}
+
+// Jobs is the part of Store that enqueues, reads and steers jobs: what an
+// application's client uses.
+type Jobs interface {
+	// Enqueue stores a new job. A job whose key already holds the same
+	// request (fingerprint and key format) returns the stored job with
+	// Existing set; a different request under the key is refused with a
+	// *KeyConflictError.
+	Enqueue(ctx context.Context, j *Job) (EnqueueResult, error)
+	// EnqueueMany enqueues jobs, each as Enqueue would; a refusal of one
+	// job is in its result's Err and does not stop the others. The error
+	// is for the store as a whole.
+	EnqueueMany(ctx context.Context, jobs []*Job) ([]EnqueueResult, error)
+	// EnqueueManyFunc is EnqueueMany over n jobs made by build, so a large
+	// batch need not be held in memory at once. An error from build stops
+	// the batch; jobs stored before it stay stored.
+	EnqueueManyFunc(ctx context.Context, n int, build func(i int) (*Job, error)) ([]EnqueueResult, error)
+
+	// Get returns the job with this id, or ErrNotFound.
+	Get(id string) (*Job, error)
+	// GetByKey returns the job with this idempotency key, or ErrNotFound.
+	GetByKey(key string) (*Job, error)
+	// List returns a page of jobs (see ListFilter).
+	List(f ListFilter) (ListPage, error)
+	// Stats counts jobs by state.
+	Stats() (map[State]int64, error)
+	// OldestDue returns the earliest NextRunAt among jobs of state s
+	// (pending or unknown), or the zero time when there are none.
+	OldestDue(s State) (time.Time, error)
+
+	// Cancel moves a pending job that cannot have had an effect to
+	// canceled.
+	Cancel(ctx context.Context, id string, now time.Time, actor, note string) (*Job, error)
+	// Retry moves a failed job back to pending with a fresh attempt budget
+	// and deadline.
+	Retry(ctx context.Context, id string, now time.Time, actor, note string) (*Job, error)
+	// Resolve ends a job that needs attention as succeeded or failed.
+	Resolve(ctx context.Context, id string, as State, now time.Time, actor, note string) (*Job, error)
+	// Sweep deletes up to limit ended jobs last updated before jobCutoff;
+	// the key of a deleted job stays reserved until keyCutoff passes its
+	// deletion. It returns how many jobs and key reservations it deleted.
+	Sweep(ctx context.Context, jobCutoff, keyCutoff time.Time, limit int) (jobs, keys int, err error)
+
+	// SensitiveNames returns the header and URL parameter names recorded
+	// as sensitive. A recorded list that cannot be read is a
+	// *DamagedNamesError.
+	SensitiveNames() (headers, params []string, err error)
+	// AddSensitiveNames records more sensitive names (a name is never
+	// removed). It reports whether it rebuilt a damaged list.
+	AddSensitiveNames(headers, params []string) (rebuilt bool, err error)
+}
+
+// Work is the part of Store a runner uses: leases, claims and outcomes.
+type Work interface {
+	// Register starts the lease of a runner instance, lasting ttl from now.
+	Register(ctx context.Context, r RunnerInfo, now time.Time, ttl time.Duration) error
+	// Heartbeat renews the lease of runner id to now+ttl. It returns
+	// ErrLeaseLost when the lease expired or is gone: the runner must stop
+	// claiming; its running jobs are, or will be, rescued.
+	Heartbeat(ctx context.Context, id string, now time.Time, ttl time.Duration) error
+	// Deregister ends the lease of runner id. Its running jobs are then
+	// rescued by the next Rescue.
+	Deregister(ctx context.Context, id string) error
+	// Leases lists the registered runners, expired leases included until
+	// a Rescue removes them.
+	Leases() ([]Lease, error)
+	// Rescue moves every running job whose owner's lease has expired (or
+	// who has none) to unknown, raising its fence: its attempt may have
+	// reached the target, so a status query comes before any replay. fn
+	// sets the rest (next_run_at, the history entry). Jobs of live
+	// runners are never touched. It returns how many jobs it moved.
+	Rescue(ctx context.Context, now time.Time, fn func(j *Job)) (int, error)
+
+	// ClaimDue claims due jobs of one state, oldest NextRunAt first, for
+	// req.Owner. A pending job becomes running with one more attempt; an
+	// unknown job stays unknown with one more status query; both get a
+	// new fence. The claim is durable when ClaimDue returns, before any
+	// byte is sent. Concurrent claimers never claim one job twice.
+	ClaimDue(ctx context.Context, req ClaimRequest) ([]Claim, error)
+	// FinishClaim writes the outcome of a claim: fn changes a copy of
+	// the claimed job; the change is checked against the transition
+	// table. It is refused with ErrFenced when the job is no longer held
+	// by c. When next is not nil, the due job (pending or unknown) with
+	// the earliest NextRunAt is claimed in the same transaction and
+	// returned; it is nil when nothing is due or the finish was refused.
+	FinishClaim(ctx context.Context, c Claim, fn TransitionFunc, next *NextClaim) (*Job, *Claim, error)
+}
+
+// Backup is implemented by backends that copy a consistent snapshot of
+// their data while in use (bbolt's file).
+type Backup interface {
+	Backup(w io.Writer) (int64, error)
+}
+
+// CommitObserver is implemented by backends that report each commit's
+// duration and size, for metrics.
+type CommitObserver interface {
+	SetCommitObserver(fn func(d time.Duration, ops int))
+}
+
+// Located is implemented by backends that can say where their data lives
+// (a file path, a database URL without its password), for messages.
+type Located interface {
+	Location() string
+}
