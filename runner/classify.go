@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/idemrun/idemrun/internal/h1"
 )
 
 // Progress is how far an attempt got, from httptrace callbacks.
@@ -183,7 +185,7 @@ func classifyTransport(err error, p Progress, shuttingDown bool) Verdict {
 		return Verdict{Class: ClassUnknown, Reason: "no response and no error"}
 	}
 	text := classifyErrorText(err)
-	if _, ok := errors.AsType[nothingWrittenError](err); ok {
+	if h1.NothingWritten(err) {
 		// The runner's transport saw that no byte left, whatever p says.
 		p = Progress{GotConn: p.GotConn, Reused: p.Reused}
 		if reason, ok := classifyPermanent(err, text); ok {

@@ -18,9 +18,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/idemrun/idemrun/internal/h1"
+	"github.com/idemrun/idemrun/internal/loopback"
 )
 
 func TestClassifyResponseDefaults(t *testing.T) {
@@ -376,25 +380,24 @@ func TestClassifyErrorRealTransport(t *testing.T) {
 		name    string
 		plain   func() roundTripCloser
 		proxied func(u *url.URL) roundTripCloser
+		capped  func(conns int) roundTripCloser // at most conns connections per host
 	}{
 		{"net/http", func() roundTripCloser { return &http.Transport{} },
-			func(u *url.URL) roundTripCloser { return &http.Transport{Proxy: http.ProxyURL(u)} }},
-		{"runner", func() roundTripCloser { return newTransport(0, 4, nil, nil) },
-			func(u *url.URL) roundTripCloser {
-				tr := newTransport(0, 4, nil, nil)
-				tr.useProxy(http.ProxyURL(u))
-				return tr
-			}},
+			func(u *url.URL) roundTripCloser { return &http.Transport{Proxy: http.ProxyURL(u)} },
+			func(n int) roundTripCloser { return &http.Transport{MaxConnsPerHost: n} }},
+		{"runner", func() roundTripCloser { return h1.New(transportOptions(0, 4, nil, nil)) },
+			func(u *url.URL) roundTripCloser { return h1.New(viaProxy(transportOptions(0, 4, nil, nil), u)) },
+			func(n int) roundTripCloser { return h1.New(transportOptions(n, n, nil, nil)) }},
 	}
 	for _, tc := range transports {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			testClassifyErrorRealTransport(t, tc.name, tc.plain, tc.proxied)
+			testClassifyErrorRealTransport(t, tc.name, tc.plain, tc.proxied, tc.capped)
 		})
 	}
 }
 
-func testClassifyErrorRealTransport(t *testing.T, name string, plain func() roundTripCloser, proxied func(*url.URL) roundTripCloser) {
+func testClassifyErrorRealTransport(t *testing.T, name string, plain func() roundTripCloser, proxied func(*url.URL) roundTripCloser, capped func(int) roundTripCloser) {
 	bg := context.Background()
 
 	// A port on 127.0.0.1 that refuses connections: bound but not
@@ -494,6 +497,28 @@ func testClassifyErrorRealTransport(t *testing.T, name string, plain func() roun
 		{"EOF after sending", func(t *testing.T) (Progress, error) {
 			return classifyTestDo(t, plain(), classifyTestRequest(t, bg, hangUp.URL))
 		}, false, ClassUnknown, "connection closed (EOF) after sending"},
+		{"attempt timeout waiting for a connection to the host", func(t *testing.T) (Progress, error) {
+			// The one connection allowed is held by a request the server
+			// does not answer while the test runs.
+			tr := capped(1)
+			blocking, received := classifyTestBlockingServer(t)
+			hold, release := context.WithCancel(bg)
+			t.Cleanup(release) // runs before the server's cleanups
+			first := classifyTestRequest(t, hold, blocking.URL)
+			go func() {
+				if resp, err := tr.RoundTrip(first); err == nil {
+					resp.Body.Close()
+				}
+			}()
+			select {
+			case <-received:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the first request did not reach the server within 5 s")
+			}
+			ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
+			defer cancel()
+			return classifyTestDo(t, tr, classifyTestRequest(t, ctx, blocking.URL))
+		}, false, ClassNoEffect, "timed out before sending"},
 		{"attempt timeout after sending", func(t *testing.T) (Progress, error) {
 			ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
 			defer cancel()
@@ -535,6 +560,67 @@ func testClassifyErrorRealTransport(t *testing.T, name string, plain func() roun
 			t.Errorf("%s: ClassifyError(%v, %+v, %v) = %+v, want class %q, reason containing %q",
 				tt.name, err, p, tt.shuttingDown, got, tt.want, tt.wantReason)
 		}
+	}
+}
+
+// An attempt stopped (attempt timeout or shutdown) after GotConn but
+// before a single byte was flushed to the socket is provably not sent on
+// the runner's own HTTP/1.1 transport (h1.NothingWritten), and send and
+// the classifier make it no effect, although the trace hooks, which fire
+// once the request is buffered, say it was written. Stop points: in the
+// GotConn hook (the transport's first context check fails) and in the
+// WroteRequest hook (the request sits whole in its write buffer, and the
+// flush fails on the past deadline before any write(2)).
+func TestStopBeforeAnyByteLeftIsNoEffect(t *testing.T) {
+	t.Parallel()
+	for _, at := range []string{"GotConn", "WroteRequest"} {
+		t.Run(at, func(t *testing.T) {
+			t.Parallel()
+			var got atomic.Int64          // bytes the server received
+			closed := make(chan struct{}) // the server saw the connection close
+			ln := loopback.Serve(t, func(c net.Conn) {
+				n, _ := io.Copy(io.Discard, c)
+				got.Add(n)
+				close(closed)
+			})
+			tr := h1.New(transportOptions(4, 4, nil, nil))
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			// A stop is the attempt's context ending; the transport's
+			// AfterFunc then puts the connection's deadline in the past.
+			// That runs in its own goroutine, so the test does it too, at
+			// once: the stop's effect is in place before the next write.
+			var conn net.Conn
+			stop := func() {
+				cancel()
+				_ = conn.SetDeadline(time.Unix(1, 0)) // long past
+			}
+			hooks := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+				conn = i.Conn
+				if at == "GotConn" {
+					stop()
+				}
+			}}
+			if at == "WroteRequest" {
+				hooks.WroteRequest = func(httptrace.WroteRequestInfo) { stop() }
+			}
+			j := tlsJob("http://" + ln.Addr().String() + "/pay")
+			res := send(httptrace.WithClientTrace(ctx, hooks), tr, j, 1<<10, time.Now)
+			tr.CloseIdleConnections()
+			select {
+			case <-closed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the server did not see the connection end within 5 s")
+			}
+			v := ClassifyError(res.err, res.progress, true, ClassifyRules{})
+			t.Logf("err %v, progress %+v, verdict %+v, server received %d bytes", res.err, res.progress, v, got.Load())
+			if got.Load() != 0 {
+				t.Errorf("the stop came before any write, yet the server received %d bytes", got.Load())
+			}
+			if v.Class != ClassNoEffect {
+				t.Errorf("nothing reached the server, but the attempt is %s (%s); want no_effect", v.Class, v.Reason)
+			}
+		})
 	}
 }
 

@@ -23,7 +23,7 @@
 // swap on the stored record, so a round and a chained claim never take the
 // same job. Once Run is stopping, outcome writes claim nothing more.
 //
-// Attempts go out through the runner's own HTTP/1.1 transport (transport.go),
+// Attempts go out through the runner's own HTTP/1.1 transport (internal/h1),
 // which sends each request once and never again: it has no retry path. Go's
 // http.Transport (used for proxied requests, or for all with
 // Config.NetHTTP) resends a request on a reused connection by itself when it

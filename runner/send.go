@@ -4,19 +4,18 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/internal/h1"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -26,7 +25,7 @@ type Doer interface {
 }
 
 // NewHTTPClient returns the client the runner uses by default: the
-// runner's own HTTP/1.1 transport (see transport), keep-alive, no
+// runner's own HTTP/1.1 transport (package internal/h1), keep-alive, no
 // transparent compression (the bytes sent are the stored bytes), at most
 // maxConnsPerHost connections per host, busy or idle, and no redirect
 // following (a 3xx is returned as the answer). Requests through a proxy
@@ -38,97 +37,36 @@ type Doer interface {
 // attempt that never left.
 func NewHTTPClient(maxConnsPerHost int) *http.Client {
 	n := max(maxConnsPerHost, 1)
-	return clientWith(newTransport(n, n, nil, nil))
+	return clientWith(h1.New(transportOptions(n, n, nil, nil)))
 }
 
 // NewNetHTTPClient is NewHTTPClient on net/http's Transport instead of the
-// runner's own: the same limits and rules, 12–26% more CPU per worked job
-// in the bench on a 2-core machine. It is there for targets that misbehave
-// with the runner's transport.
+// runner's own: the same limits and rules, more CPU per worked job
+// (BENCHMARKS.md). It is there for targets that misbehave with the
+// runner's transport.
 func NewNetHTTPClient(maxConnsPerHost int) *http.Client {
 	n := max(maxConnsPerHost, 1)
 	return netHTTPClient(n, n, nil, nil)
 }
 
 // newHTTPClient is NewHTTPClient with a separate cap on idle connections
-// (maxConnsPerHost 0 means no limit), as the runner's default Doer: it
-// hands requests to the transport directly (see directDoer).
+// (maxConnsPerHost 0 means no limit), as the runner's default Doer: the
+// transport itself, whose Do answers as Client.Do without the client (the
+// runner follows no redirects, keeps no cookies, sets no client timeout).
 func newHTTPClient(maxConnsPerHost, maxIdlePerHost int, control dialControl, tlsBase *tls.Config) Doer {
-	t := newTransport(maxConnsPerHost, maxIdlePerHost, control, tlsBase)
-	return directDoer{t: t, c: clientWith(t)}
+	return h1.New(transportOptions(maxConnsPerHost, maxIdlePerHost, control, tlsBase))
 }
 
-// directDoer sends a request with the runner's transport, without
-// http.Client: the runner follows no redirects, keeps no cookies and sets
-// no client timeout, so Client.Do would only copy headers for redirects
-// it never follows (2% of the CPU of a worked job in the bench). What
-// Client.Do does besides is done here the same way, so classification
-// and recorded errors do not change (TestDirectDoerAnswersAsClientDo):
-// errors are wrapped in the same *url.Error, a TLS handshake answered in
-// plain HTTP becomes http.ErrSchemeMismatch, and a redirect Client.Do
-// would look at whose Location does not parse is an error, not an answer.
-// A URL with user information, which Client.Do turns into Basic
-// authentication, goes through the client.
-type directDoer struct {
-	t *transport
-	c *http.Client
-}
-
-func (d directDoer) Do(req *http.Request) (*http.Response, error) {
-	if req.URL == nil || req.URL.User != nil {
-		return d.c.Do(req)
+// transportOptions is the configuration of the runner's own transport:
+// proxies as the environment says, the runner's TLS rules (clientTLS).
+func transportOptions(maxConnsPerHost, maxIdlePerHost int, control dialControl, tlsBase *tls.Config) h1.Options {
+	return h1.Options{
+		MaxConnsPerHost: maxConnsPerHost,
+		MaxIdlePerHost:  maxIdlePerHost,
+		DialControl:     control,
+		TLSConfig:       clientTLS(tlsBase),
+		Proxy:           http.ProxyFromEnvironment,
 	}
-	uerr := func(err error) error {
-		return &url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err}
-	}
-	resp, err := d.t.RoundTrip(req) // closes the request body, as Client.Do relies on
-	if err != nil {
-		if tlsErr, ok := err.(tls.RecordHeaderError); ok && string(tlsErr.RecordHeader[:]) == "HTTP/" {
-			err = http.ErrSchemeMismatch
-		}
-		return nil, uerr(err)
-	}
-	if loc := resp.Header.Get("Location"); loc != "" && clientWouldRedirect(req, resp.StatusCode) {
-		if _, err := req.URL.Parse(loc); err != nil {
-			resp.Body.Close()
-			return nil, uerr(fmt.Errorf("failed to parse Location header %q: %v", loc, err))
-		}
-	}
-	return resp, nil
-}
-
-// CloseIdleConnections closes the transport's idle connections, as
-// http.Client's does.
-func (d directDoer) CloseIdleConnections() { d.t.CloseIdleConnections() }
-
-// clientWouldRedirect reports whether http.Client would treat an answer
-// with this status to req as a redirect to follow (and so parse its
-// Location before asking CheckRedirect): 301, 302 and 303 always; 307 and
-// 308 only when the body can be sent again, which for the runner's
-// requests (GetBody is always nil) means no body.
-func clientWouldRedirect(req *http.Request, status int) bool {
-	switch status {
-	case 301, 302, 303:
-		return true
-	case 307, 308:
-		return req.GetBody != nil || req.Body == nil || req.Body == http.NoBody
-	}
-	return false
-}
-
-// urlErrorOp is the Op of the *url.Error Client.Do returns: the method
-// with all but its first letter in lower case ("Post"), "Get" when empty,
-// unchanged when it is not printable ASCII.
-func urlErrorOp(method string) string {
-	if method == "" {
-		return "Get"
-	}
-	for i := 0; i < len(method); i++ {
-		if method[i] < 0x20 || method[i] > 0x7e {
-			return method
-		}
-	}
-	return method[:1] + strings.ToLower(method[1:])
 }
 
 // newNetHTTPClient is NewNetHTTPClient with a separate cap on idle
@@ -310,7 +248,7 @@ func send(ctx context.Context, doer Doer, j *store.Job, bodyLimit int64, now fun
 	res.progress = tr.get()
 	if err != nil {
 		res.err = err
-		if _, ok := errors.AsType[nothingWrittenError](err); ok {
+		if h1.NothingWritten(err) {
 			// The transport saw that no byte left; the trace's write hooks
 			// fire once the request is in its buffer, not on the wire.
 			res.progress.WroteHeaders, res.progress.WroteRequest = false, false

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemrun/idemrun/internal/h1"
 	"github.com/idemrun/idemrun/statusquery"
 	"github.com/idemrun/idemrun/store"
 	"github.com/idemrun/idemrun/store/bolt"
@@ -103,9 +104,7 @@ func TestTLSConfigViaProxy(t *testing.T) {
 		s.TLS = &tls.Config{Certificates: []tls.Certificate{serverCert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientPool}
 	})
 	p := newFakeProxy(t)
-	d := newHTTPClient(2, 2, nil, &tls.Config{RootCAs: serverPool, Certificates: []tls.Certificate{cc}})
-	tr := d.(directDoer).t
-	tr.useProxy(http.ProxyURL(p.URL()))
+	d := h1.New(viaProxy(transportOptions(2, 2, nil, &tls.Config{RootCAs: serverPool, Certificates: []tls.Certificate{cc}}), p.URL()))
 	got := runJob(t, d, tlsJob(tg.srv.URL+"/pay"))
 	if got.State != store.StateSucceeded || tg.hits.Load() != 1 || p.connects.Load() < 1 {
 		t.Errorf("via proxy: %s, %d hits, %d CONNECTs (%s)", got.State, tg.hits.Load(), p.connects.Load(), got.LastError)
@@ -132,11 +131,7 @@ func TestTLSConfigOffersHTTP1OnlyOnEveryPath(t *testing.T) {
 		{"own transport, direct", func() Doer { return newHTTPClient(2, 2, nil, base) }},
 		{"NetHTTP", func() Doer { return newNetHTTPClient(2, 2, nil, base) }},
 		{"own transport, via proxy", func() Doer {
-			p := newFakeProxy(t)
-			d := newHTTPClient(2, 2, nil, base)
-			tr := d.(directDoer).t
-			tr.useProxy(http.ProxyURL(p.URL()))
-			return d
+			return h1.New(viaProxy(transportOptions(2, 2, nil, base), newFakeProxy(t).URL()))
 		}},
 	} {
 		tg := newTLSTarget(t, nil, h2)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/internal/h1"
 	"github.com/idemrun/idemrun/internal/loopback"
 	"github.com/idemrun/idemrun/store"
 	"github.com/idemrun/idemrun/store/bolt"
@@ -66,11 +67,22 @@ func newTLSTarget(t *testing.T, h http.HandlerFunc, configure ...func(*httptest.
 }
 
 // tlsDoer is the runner's default Doer (own transport) trusting pool.
-func tlsDoer(t *testing.T, pool *x509.CertPool) (Doer, *transport) {
-	tr := newTransport(4, 4, nil, nil)
-	tr.tlsConfig.RootCAs = pool
+func tlsDoer(t *testing.T, pool *x509.CertPool) Doer { return tlsDoerVia(t, pool, nil) }
+
+// tlsDoerVia is tlsDoer sending through the proxy at proxy (nil: the one
+// the environment names, if any).
+func tlsDoerVia(t *testing.T, pool *x509.CertPool, proxy *url.URL) Doer {
+	tr := h1.New(viaProxy(transportOptions(4, 4, nil, &tls.Config{RootCAs: pool}), proxy))
 	t.Cleanup(tr.CloseIdleConnections)
-	return directDoer{t: tr, c: clientWith(tr)}, tr
+	return tr
+}
+
+// viaProxy is o sending through the proxy at proxy (nil: o unchanged).
+func viaProxy(o h1.Options, proxy *url.URL) h1.Options {
+	if proxy != nil {
+		o.Proxy = http.ProxyURL(proxy)
+	}
+	return o
 }
 
 // tlsNetDoer is the NetHTTP Doer trusting pool.

@@ -64,9 +64,9 @@ func bothDoers(t *testing.T, pool *tlsTarget, f func(t *testing.T, d Doer)) {
 	t.Run("own", func(t *testing.T) {
 		var d Doer
 		if pool != nil {
-			d, _ = tlsDoer(t, pool.pool)
+			d = tlsDoer(t, pool.pool)
 		} else {
-			d, _ = tlsDoer(t, nil)
+			d = tlsDoer(t, nil)
 		}
 		f(t, d)
 	})
@@ -117,7 +117,7 @@ func TestTLSExpired(t *testing.T) {
 		}
 	})
 	// End to end: failed after one attempt.
-	d, _ := tlsDoer(t, pool)
+	d := tlsDoer(t, pool)
 	j := runJob(t, d, tlsJob(tg.srv.URL+"/p"))
 	t.Logf("final %s attempts %d last %q", j.State, j.Attempts, j.LastError)
 	if j.State != store.StateFailed || j.Attempts != 1 {
@@ -168,7 +168,7 @@ func TestTLSHandshakeStall(t *testing.T) {
 			t.Fatalf("class %s", v.Class)
 		}
 	})
-	d, _ := tlsDoer(t, nil)
+	d := tlsDoer(t, nil)
 	j := tlsJob("https://" + addr + "/p")
 	j.AttemptTimeout = 200 * time.Millisecond
 	j = runJob(t, d, j)
@@ -189,7 +189,7 @@ func TestTLSPlainHTTPOnHTTPSURL(t *testing.T) {
 			t.Fatalf("class %s hits %d", v.Class, hits.Load())
 		}
 	})
-	d, _ := tlsDoer(t, nil)
+	d := tlsDoer(t, nil)
 	j := runJob(t, d, tlsJob(u+"/p"))
 	t.Logf("final %s attempts %d last %q", j.State, j.Attempts, j.LastError)
 	if j.State != store.StateFailed || hits.Load() != 0 {
@@ -238,7 +238,7 @@ func TestTLS13ClientCertRequired(t *testing.T) {
 
 func TestTLSReuse(t *testing.T) {
 	tg := newTLSTarget(t, nil)
-	d, _ := tlsDoer(t, tg.pool)
+	d := tlsDoer(t, tg.pool)
 	for i := 0; i < 5; i++ {
 		v, res := classifyOnce(t, d, tlsJob(tg.srv.URL+"/p"), 2*time.Second)
 		if v.Class != ClassSucceeded {
@@ -321,8 +321,7 @@ func TestProxyNoSilentResend(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newFakeProxy(t)
 			p.onRequest = func(n int) bool { return n != 2 }
-			d, tr := tlsDoer(t, nil)
-			tr.useProxy(http.ProxyURL(p.URL()))
+			d := tlsDoerVia(t, nil, p.URL())
 			h0 := hits.Load()
 			j := tlsJob(origin + "/p")
 			j.Request.Method, j.Request.Body = tc.method, tc.body
@@ -343,8 +342,7 @@ func TestProxyNoSilentResend(t *testing.T) {
 // same bytes.
 func TestProxySameBytes(t *testing.T) {
 	pu, plainRecords := rawProxy(t)
-	d, tr := tlsDoer(t, nil)
-	tr.useProxy(http.ProxyURL(pu))
+	d := tlsDoerVia(t, nil, pu)
 	j := tlsJob("http://target.test:8080/p")
 	j.MaxAttempts = 2
 	j = runJob(t, d, j)
@@ -363,8 +361,7 @@ func TestProxyConnectFailure(t *testing.T) {
 		t.Run(http.StatusText(code), func(t *testing.T) {
 			p := newFakeProxy(t)
 			p.connectStatus = code
-			d, tr := tlsDoer(t, tg.pool)
-			tr.useProxy(http.ProxyURL(p.URL()))
+			d := tlsDoerVia(t, tg.pool, p.URL())
 			v, res := classifyOnce(t, d, tlsJob(tg.srv.URL+"/p"), 2*time.Second)
 			t.Logf("class=%s reason=%q err=%v", v.Class, v.Reason, res.err)
 			if v.Class != ClassNoEffect || tg.hits.Load() != 0 || p.connects.Load() != 1 {
@@ -376,8 +373,7 @@ func TestProxyConnectFailure(t *testing.T) {
 		ln, _ := net.Listen("tcp", "127.0.0.1:0")
 		pu := &url.URL{Scheme: "http", Host: ln.Addr().String()}
 		ln.Close()
-		d, tr := tlsDoer(t, tg.pool)
-		tr.useProxy(http.ProxyURL(pu))
+		d := tlsDoerVia(t, tg.pool, pu)
 		v, res := classifyOnce(t, d, tlsJob(tg.srv.URL+"/p"), 2*time.Second)
 		t.Logf("class=%s reason=%q err=%v", v.Class, v.Reason, res.err)
 		if v.Class != ClassNoEffect {
@@ -387,8 +383,7 @@ func TestProxyConnectFailure(t *testing.T) {
 	t.Run("connect stall", func(t *testing.T) {
 		addr := stallListener(t, func(c net.Conn) { io.Copy(io.Discard, c) })
 		pu := &url.URL{Scheme: "http", Host: addr}
-		d, tr := tlsDoer(t, tg.pool)
-		tr.useProxy(http.ProxyURL(pu))
+		d := tlsDoerVia(t, tg.pool, pu)
 		v, res := classifyOnce(t, d, tlsJob(tg.srv.URL+"/p"), 300*time.Millisecond)
 		t.Logf("class=%s reason=%q err=%v", v.Class, v.Reason, res.err)
 		if v.Class != ClassNoEffect {
@@ -397,15 +392,13 @@ func TestProxyConnectFailure(t *testing.T) {
 	})
 	t.Run("https through tunnel ok and cert error", func(t *testing.T) {
 		p := newFakeProxy(t)
-		d, tr := tlsDoer(t, tg.pool)
-		tr.useProxy(http.ProxyURL(p.URL()))
+		d := tlsDoerVia(t, tg.pool, p.URL())
 		v, res := classifyOnce(t, d, tlsJob(tg.srv.URL+"/p"), 2*time.Second)
 		t.Logf("ok: class=%s err=%v hits=%d", v.Class, res.err, tg.hits.Load())
 		if v.Class != ClassSucceeded || tg.hits.Load() != 1 {
 			t.Fatal(v.Class)
 		}
-		d2, tr2 := tlsDoer(t, nil)
-		tr2.useProxy(http.ProxyURL(p.URL()))
+		d2 := tlsDoerVia(t, nil, p.URL())
 		v, res = classifyOnce(t, d2, tlsJob(tg.srv.URL+"/p"), 2*time.Second)
 		t.Logf("unknown CA via tunnel: class=%s err=%v", v.Class, res.err)
 		if v.Class != ClassPermanent || tg.hits.Load() != 1 {
@@ -420,7 +413,7 @@ func TestTLS13ClientCertRequiredEndState(t *testing.T) {
 	tg := newTLSTarget(t, nil, func(s *httptest.Server) {
 		s.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
 	})
-	d, _ := tlsDoer(t, tg.pool)
+	d := tlsDoer(t, tg.pool)
 	j := runJob(t, d, tlsJob(tg.srv.URL+"/p"))
 	t.Logf("final %s attempts %d class %s last %q hits %d", j.State, j.Attempts, j.LastClass, j.LastError, tg.hits.Load())
 	if j.State != store.StateFailed {
@@ -438,7 +431,7 @@ func TestTLSClosedAfterHandshakeEndState(t *testing.T) {
 			tc.Close()
 		}
 	})
-	d, _ := tlsDoer(t, tg.pool)
+	d := tlsDoer(t, tg.pool)
 	j := runJob(t, d, tlsJob("https://"+addr+"/p"))
 	t.Logf("final %s attempts %d class %s last %q", j.State, j.Attempts, j.LastClass, j.LastError)
 }

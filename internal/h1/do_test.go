@@ -1,4 +1,4 @@
-package runner
+package h1
 
 import (
 	"context"
@@ -17,12 +17,12 @@ import (
 
 var localPort = regexp.MustCompile(`127\.0\.0\.1:[0-9]+->`)
 
-// TestDirectDoerAnswersAsClientDo: the runner's default Doer hands requests
-// to its transport without http.Client; for every case here it returns what
-// Client.Do over the same transport returns: the answer of a redirect (not
+// TestDoAnswersAsClientDo: Do hands requests to the transport without
+// http.Client; for every case here it returns what Client.Do (following no
+// redirects) over such a transport returns: the answer of a redirect (not
 // followed) and errors as *url.Error with the same message, for refused
 // connections, timeouts and methods of any case.
-func TestDirectDoerAnswersAsClientDo(t *testing.T) {
+func TestDoAnswersAsClientDo(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		switch r.URL.Path {
@@ -49,8 +49,8 @@ func TestDirectDoerAnswersAsClientDo(t *testing.T) {
 	refused := "http://" + ln.Addr().String() + "/x"
 	ln.Close()
 
-	d := newHTTPClient(4, 4, nil, nil).(directDoer)
-	c := clientWith(newTransport(4, 4, nil, nil))
+	d := newTransport(t, Options{MaxConnsPerHost: 4, MaxIdlePerHost: 4})
+	c := newTransport(t, Options{MaxConnsPerHost: 4, MaxIdlePerHost: 4}).client
 	type answer struct {
 		status   int
 		body     string
@@ -58,7 +58,10 @@ func TestDirectDoerAnswersAsClientDo(t *testing.T) {
 		err      string
 		urlErr   bool
 	}
-	do := func(doer Doer, method, target string, timeout time.Duration, noBody bool) answer {
+	type doer interface {
+		Do(*http.Request) (*http.Response, error)
+	}
+	do := func(doer doer, method, target string, timeout time.Duration, noBody bool) answer {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, method, target, strings.NewReader("body"))

@@ -1,7 +1,17 @@
-package runner
+// Package h1 is an HTTP/1.1 client transport that sends each request
+// exactly once.
+//
+// It exists because net/http's Transport runs two goroutines per
+// connection (a reader and a writer) and hands every request and response
+// between them and the caller, which costs CPU per request
+// (BENCHMARKS.md), and because it resends on its own a request it thinks
+// replayable. Here the caller's goroutine writes the request and reads the
+// response, and nothing is ever resent. The wire format is net/http's own:
+// Request.Write and ReadResponse. Requests through a proxy go to a
+// net/http Transport.
+package h1
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -13,31 +23,26 @@ import (
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/idemrun/idemrun/internal/httpsyntax"
 )
 
-// transport is the runner's HTTP/1.1 round tripper: one request at a time
-// per connection, connections kept per host and reused only after an
-// exchange that ended cleanly, nothing ever sent twice.
-//
-// It exists because net/http's Transport runs two goroutines per
-// connection (a reader and a writer) and hands every request and response
-// between them and the caller; in the bench on a 2-core machine a worked
-// job costs 11–21% less CPU without that (BENCHMARKS.md). Here the attempt's own goroutine
-// writes the request and reads the response. The wire format is net/http's
-// own: Request.Write and ReadResponse. Requests through a proxy go to a
-// net/http Transport.
+// Transport is an HTTP/1.1 round tripper: one request at a time per
+// connection, connections kept per host and reused only after an exchange
+// that ended cleanly, nothing ever sent twice (it has no retry path).
 //
 // A connection goes back to the idle list only when the response body was
 // read to its end (as framed by Content-Length or chunking), neither side
-// asked to close, and the attempt's context did not fire. Before an idle
+// asked to close, and the request's context did not fire. Before an idle
 // connection is used again it is checked without blocking: a connection
 // the server closed, or one with unexpected bytes waiting (the server
 // spoke out of turn), is dropped and a new one dialed, so a response is
 // never read from a connection that is out of step.
-type transport struct {
+//
+// Its methods are safe for concurrent use.
+type Transport struct {
 	dialer      net.Dialer
 	tlsConfig   *tls.Config
 	tlsTimeout  time.Duration
@@ -46,10 +51,39 @@ type transport struct {
 	idleTimeout time.Duration
 	proxy       func(*http.Request) (*url.URL, error)
 	viaProxy    *http.Transport
+	client      *http.Client // for what Do leaves to http.Client
 
 	mu    sync.Mutex
 	hosts map[hostKey]*hostConns
 	sweep *time.Timer // armed while connections are idle
+}
+
+// Options configures a Transport. The zero value is a transport with no
+// connection limit that keeps no idle connection and uses no proxy.
+type Options struct {
+	// MaxConnsPerHost caps the connections to one host (scheme, host and
+	// port), busy or idle; a request that finds them all busy waits for
+	// one, or for its context to end. 0 means no limit.
+	MaxConnsPerHost int
+	// MaxIdlePerHost is how many idle connections are kept per host.
+	MaxIdlePerHost int
+	// IdleTimeout is how long a connection may sit idle before it is
+	// closed. 0 means 90 seconds.
+	IdleTimeout time.Duration
+	// DialControl, when set, is net.Dialer.Control for every connection
+	// dialed, proxy connections included: it sees the resolved address
+	// before the connection is made, and an error refuses it.
+	DialControl func(network, address string, c syscall.RawConn) error
+	// TLSConfig is the configuration https connections start from; it is
+	// cloned by New. NextProtos is replaced by HTTP/1.1 alone, and
+	// ServerName, when empty, is the request's host. Nil means
+	// crypto/tls's defaults.
+	TLSConfig *tls.Config
+	// Proxy, when set, picks the proxy a request goes through, as
+	// http.Transport.Proxy does (http.ProxyFromEnvironment, say); a nil
+	// URL means none. Proxied requests are sent by a net/http Transport
+	// configured from the same options.
+	Proxy func(*http.Request) (*url.URL, error)
 }
 
 // hostKey names a host's connections: scheme and host:port.
@@ -69,139 +103,55 @@ type hostConns struct {
 	key   hostKey
 	slots chan struct{} // one per connection in use or being dialed; nil without a limit
 	idle  []*conn       // most recently used last
-	users int           // round trips holding this entry (under transport.mu)
+	users int           // round trips holding this entry (under Transport.mu)
 }
 
-// conn is one connection.
-type conn struct {
-	raw    net.Conn       // the TCP connection
-	c      net.Conn       // raw, or the TLS connection over it
-	rec    *recordTracker // under the TLS connection; nil for plain TCP
-	in     budgetReader
-	br     *bufio.Reader  // reads c through in
-	out    countingWriter // writes to c, counting what c took
-	bw     *bufio.Writer  // writes to c through out
-	idleAt time.Time
-}
-
-func (c *conn) close() { _ = c.c.Close() }
-
-// quiet reports whether nothing is waiting to be read above the socket:
-// TLS reads records ahead into its own buffer, where a peek at the socket
-// does not see them. A read with a deadline already past returns at once
-// with a timeout when there is nothing, which leaves the connection
-// usable; anything else (bytes, EOF, an alert) means it is out of step.
-func (c *conn) quiet() bool {
-	if c.c == c.raw {
-		return true // plain TCP: the socket peek saw everything, and br is empty
+// New returns a Transport configured by o.
+func New(o Options) *Transport {
+	tlsConfig := &tls.Config{}
+	if o.TLSConfig != nil {
+		tlsConfig = o.TLSConfig.Clone()
 	}
-	if c.raw.SetReadDeadline(aLongTimeAgo) != nil {
-		return false
+	// Only HTTP/1.1 is spoken, on the direct and the proxied path alike: a
+	// server offered h2 would answer HTTP/1.1 bytes as a broken HTTP/2
+	// connection.
+	tlsConfig.NextProtos = []string{"http/1.1"}
+	idleTimeout := o.IdleTimeout
+	if idleTimeout <= 0 {
+		idleTimeout = 90 * time.Second
 	}
-	_, err := c.br.Peek(1)
-	if c.raw.SetReadDeadline(time.Time{}) != nil {
-		return false
-	}
-	var ne net.Error
-	// A record that has begun to arrive but is not whole sits in the TLS
-	// layer's raw input, where the peek cannot decrypt it: bytes are
-	// waiting all the same.
-	return errors.As(err, &ne) && ne.Timeout() && !c.rec.partial()
-}
-
-// recordTracker sits between a TLS connection and its socket and follows
-// the TLS record framing of the bytes read, so that a record read in part
-// (bytes the server sent that TLS cannot hand out yet) can be seen.
-type recordTracker struct {
-	net.Conn
-	hdr  [5]byte
-	nhdr int // bytes of the current record's header seen
-	left int // bytes of the current record's payload still to come
-}
-
-func (r *recordTracker) Read(p []byte) (int, error) {
-	n, err := r.Conn.Read(p)
-	for b := p[:n]; len(b) > 0; {
-		if r.left > 0 {
-			k := min(r.left, len(b))
-			r.left -= k
-			b = b[k:]
-			continue
-		}
-		k := copy(r.hdr[r.nhdr:], b)
-		r.nhdr += k
-		b = b[k:]
-		if r.nhdr == len(r.hdr) {
-			r.left = int(r.hdr[3])<<8 | int(r.hdr[4])
-			r.nhdr = 0
-		}
-	}
-	return n, err
-}
-
-// partial reports whether the bytes read so far end inside a record.
-func (r *recordTracker) partial() bool { return r != nil && (r.nhdr > 0 || r.left > 0) }
-
-// maxHeaderBytes caps a response head, interim responses included, as
-// net/http's Transport does by default.
-const maxHeaderBytes = 10 << 20
-
-var errHeaderTooLarge = errors.New("runner: server response headers exceeded 10 MiB")
-
-// budgetReader reads from r at most n more bytes (no limit when n < 0).
-type budgetReader struct {
-	r io.Reader
-	n int64
-}
-
-func (b *budgetReader) Read(p []byte) (int, error) {
-	if b.n == 0 {
-		return 0, errHeaderTooLarge
-	}
-	if b.n > 0 && int64(len(p)) > b.n {
-		p = p[:b.n]
-	}
-	n, err := b.r.Read(p)
-	if b.n > 0 {
-		b.n -= int64(n)
-	}
-	return n, err
-}
-
-func newTransport(maxConnsPerHost, maxIdlePerHost int, control dialControl, tlsBase *tls.Config) *transport {
-	tlsConfig := clientTLS(tlsBase)
-	t := &transport{
-		dialer:      net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: control},
+	t := &Transport{
+		dialer:      net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: o.DialControl},
 		tlsConfig:   tlsConfig,
 		tlsTimeout:  10 * time.Second,
-		maxConns:    maxConnsPerHost,
-		maxIdle:     maxIdlePerHost,
-		idleTimeout: 90 * time.Second,
+		maxConns:    o.MaxConnsPerHost,
+		maxIdle:     o.MaxIdlePerHost,
+		idleTimeout: idleTimeout,
+		proxy:       o.Proxy,
 		viaProxy: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: control}).DialContext,
+			Proxy:               o.Proxy,
+			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: o.DialControl}).DialContext,
 			TLSClientConfig:     tlsConfig,
 			TLSHandshakeTimeout: 10 * time.Second,
-			MaxIdleConnsPerHost: maxIdlePerHost,
-			MaxConnsPerHost:     maxConnsPerHost,
-			IdleConnTimeout:     90 * time.Second,
+			MaxIdleConnsPerHost: o.MaxIdlePerHost,
+			MaxConnsPerHost:     o.MaxConnsPerHost,
+			IdleConnTimeout:     idleTimeout,
 			DisableCompression:  true,
 		},
 		hosts: map[hostKey]*hostConns{},
 	}
-	t.useProxy(http.ProxyFromEnvironment)
+	t.client = &http.Client{
+		Transport: t,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
 	return t
-}
-
-// useProxy makes proxy decide, for the transport and for the net/http
-// Transport it hands proxied requests to alike, which proxy a request
-// goes through (nil URL: none).
-func (t *transport) useProxy(proxy func(*http.Request) (*url.URL, error)) {
-	t.proxy, t.viaProxy.Proxy = proxy, proxy
 }
 
 // RoundTrip sends req once and returns the response; its body must be
 // closed, which frees the connection.
-func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := checkRequest(req); err != nil {
 		closeReqBody(req)
 		return nil, err
@@ -284,7 +234,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// exchange writes req on c and reads the response head. When the attempt's
+// exchange writes req on c and reads the response head. When the request's
 // context ends (its deadline or a cancellation), blocked I/O on the
 // connection is woken by a deadline in the past, after ctx.Err() is set, so
 // the error returned is the context's; stop ends that watch and reports
@@ -308,8 +258,8 @@ func exchange(ctx context.Context, req *http.Request, c *conn, trace *httptrace.
 	}
 	if err != nil {
 		// A server may answer before it has read the whole request (a 413
-		// for a body it will not take) and close: its answer is the
-		// attempt's outcome, not the broken pipe.
+		// for a body it will not take) and close: its answer is what
+		// the caller gets, not the broken pipe.
 		if ctx.Err() == nil {
 			if resp, rerr := readFinal(c, req, trace); rerr == nil {
 				resp.Close = true
@@ -337,10 +287,10 @@ const concurrentBodyMin = 32 << 10
 // is cut off (and the connection closed).
 const earlyAnswerGrace = 50 * time.Millisecond
 
-// exchangeLarge is exchange for a large body: the attempt's goroutine reads
+// exchangeLarge is exchange for a large body: the caller's goroutine reads
 // the response head while a second one writes the request. An answer that
-// comes before the request is written is the attempt's outcome, as net/http
-// takes it; the write is then cut off and the connection closed.
+// comes before the request is written is the response, as net/http takes
+// it; the write is then cut off and the connection closed.
 func exchangeLarge(ctx context.Context, req *http.Request, c *conn, trace *httptrace.ClientTrace, stop func() bool) (*http.Response, func() bool, error) {
 	wrote := make(chan error, 1)
 	go func() {
@@ -421,23 +371,22 @@ func readFinal(c *conn, req *http.Request, trace *httptrace.ClientTrace) (*http.
 	}
 }
 
-// countingWriter counts the bytes its writer took.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (cw *countingWriter) Write(p []byte) (int, error) {
-	n, err := cw.w.Write(p)
-	cw.n += int64(n)
-	return n, err
-}
-
 // nothingWrittenError is an exchange that failed before any byte of the
 // request was written to the connection: the request was not sent.
 type nothingWrittenError struct{ error }
 
 func (e nothingWrittenError) Unwrap() error { return e.error }
+
+// NothingWritten reports whether err, from RoundTrip or Do, says that not
+// one byte of the request reached the connection (over TLS: not one whole
+// record), so the server cannot have seen it, whatever the httptrace
+// hooks reported: WroteHeaders and WroteRequest fire once the request is
+// in the write buffer. False says nothing either way; a proxied request's
+// error is always false.
+func NothingWritten(err error) bool {
+	_, ok := errors.AsType[nothingWrittenError](err)
+	return ok
+}
 
 // withCtxErr returns err as the context's error when the context has
 // ended (the I/O error it caused kept in the message), so callers see
@@ -450,13 +399,10 @@ func withCtxErr(ctx context.Context, err error) error {
 	return fmt.Errorf("%w (%v)", cerr, err)
 }
 
-// aLongTimeAgo is a deadline in the past: it wakes blocked I/O at once.
-var aLongTimeAgo = time.Unix(1, 0)
-
 // body is a response body that gives its connection back when it is
 // closed after being read to its end, and closes it otherwise.
 type body struct {
-	t        *transport
+	t        *Transport
 	h        *hostConns
 	c        *conn
 	rc       io.ReadCloser
@@ -503,7 +449,7 @@ func (b *body) Close() error {
 
 // host returns the connections of key, creating the entry, and counts the
 // caller as its user until leave.
-func (t *transport) host(key hostKey) *hostConns {
+func (t *Transport) host(key hostKey) *hostConns {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h := t.hosts[key]
@@ -520,7 +466,7 @@ func (t *transport) host(key hostKey) *hostConns {
 
 // leave ends a round trip's use of h. An entry with no users and no idle
 // connections is dropped, so the map does not keep every host ever seen.
-func (t *transport) leave(h *hostConns) {
+func (t *Transport) leave(h *hostConns) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h.users--
@@ -530,7 +476,7 @@ func (t *transport) leave(h *hostConns) {
 }
 
 // getConn returns a live idle connection to req's host, or dials one.
-func (t *transport) getConn(ctx context.Context, req *http.Request, h *hostConns) (*conn, bool, time.Duration, error) {
+func (t *Transport) getConn(ctx context.Context, req *http.Request, h *hostConns) (*conn, bool, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, 0, err
 	}
@@ -555,42 +501,11 @@ func (t *transport) getConn(ctx context.Context, req *http.Request, h *hostConns
 	return c, false, 0, err
 }
 
-// dial opens a connection to req's host, with TLS for https.
-func (t *transport) dial(ctx context.Context, req *http.Request) (*conn, error) {
-	raw, err := t.dialer.DialContext(ctx, "tcp", keyOf(req.URL).addr)
-	if err != nil {
-		return nil, err
-	}
-	c := &conn{raw: raw, c: raw}
-	if req.URL.Scheme == "https" {
-		cfg := t.tlsConfig.Clone()
-		if cfg.ServerName == "" {
-			cfg.ServerName = req.URL.Hostname()
-		}
-		cfg.NextProtos = []string{"http/1.1"}
-		c.rec = &recordTracker{Conn: raw}
-		tc := tls.Client(c.rec, cfg)
-		hctx, cancel := context.WithTimeout(ctx, t.tlsTimeout)
-		err := tc.HandshakeContext(hctx)
-		cancel()
-		if err != nil {
-			_ = raw.Close()
-			return nil, err
-		}
-		c.c = tc
-	}
-	c.in = budgetReader{r: c.c, n: -1}
-	c.br = bufio.NewReader(&c.in)
-	c.out = countingWriter{w: c.c}
-	c.bw = bufio.NewWriter(&c.out)
-	return c, nil
-}
-
 // putIdle keeps c for the next request to its host, unless the host
 // already keeps enough. Idle connections are closed after idleTimeout by
 // a sweep that runs while any are kept (as net/http's IdleConnTimeout): a
 // connection the server closed must not sit half-closed forever.
-func (t *transport) putIdle(h *hostConns, c *conn) {
+func (t *Transport) putIdle(h *hostConns, c *conn) {
 	c.idleAt = time.Now()
 	t.mu.Lock()
 	if len(h.idle) < t.maxIdle {
@@ -608,7 +523,7 @@ func (t *transport) putIdle(h *hostConns, c *conn) {
 
 // sweepIdle closes the connections idle longer than idleTimeout, drops
 // host entries left empty, and runs again while connections are idle.
-func (t *transport) sweepIdle() {
+func (t *Transport) sweepIdle() {
 	now := time.Now()
 	var stale []*conn
 	t.mu.Lock()
@@ -640,8 +555,8 @@ func (t *transport) sweepIdle() {
 	}
 }
 
-// CloseIdleConnections closes every idle connection.
-func (t *transport) CloseIdleConnections() {
+// CloseIdleConnections closes every idle connection, proxied ones too.
+func (t *Transport) CloseIdleConnections() {
 	var idle []*conn
 	t.mu.Lock()
 	for key, h := range t.hosts {
@@ -682,7 +597,8 @@ func closeReqBody(req *http.Request) {
 }
 
 // checkRequest refuses, before any connection, what net/http's Transport
-// refuses, with the same messages (the classifier knows them): a missing
+// refuses, with the same messages (callers that classify errors by
+// net/http's words need no second list): a missing
 // URL or header map, a scheme other than http and https, no host, a method
 // or header that is not a valid token or value.
 func checkRequest(req *http.Request) error {

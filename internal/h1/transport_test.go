@@ -1,4 +1,4 @@
-package runner
+package h1
 
 import (
 	"bufio"
@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/idemrun/idemrun/internal/loopback"
 )
 
 // countingServer is an httptest server that counts the connections it
@@ -37,6 +38,13 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("no %s within 5s", what)
 	}
+}
+
+// newTransport is New(o), its idle connections closed when the test ends.
+func newTransport(t *testing.T, o Options) *Transport {
+	tr := New(o)
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr
 }
 
 func newCountingServer(t *testing.T, h http.HandlerFunc, configure ...func(*http.Server)) *countingServer {
@@ -64,13 +72,13 @@ func newCountingServer(t *testing.T, h http.HandlerFunc, configure ...func(*http
 }
 
 // roundTrip sends one POST through tr and returns status and body.
-func roundTrip(t *testing.T, tr *transport, ctx context.Context, target string) (int, string, error) {
+func roundTrip(t *testing.T, tr *Transport, ctx context.Context, target string) (int, string, error) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(`{"a":1}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := clientWith(tr).Do(req)
+	resp, err := tr.client.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -81,7 +89,7 @@ func roundTrip(t *testing.T, tr *transport, ctx context.Context, target string) 
 
 // sendN sends n POSTs in a row through tr and fails the test unless each
 // gets 201 with wantBody.
-func sendN(t *testing.T, tr *transport, target string, n int, wantBody string) {
+func sendN(t *testing.T, tr *Transport, target string, n int, wantBody string) {
 	t.Helper()
 	for i := range n {
 		if code, body, err := roundTrip(t, tr, context.Background(), target); err != nil || code != 201 || body != wantBody {
@@ -98,8 +106,7 @@ func TestTransportReusesConnections(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		_, _ = io.WriteString(w, `{"id":"p_1"}`)
 	})
-	tr := newTransport(4, 4, nil, nil)
-	t.Cleanup(tr.CloseIdleConnections)
+	tr := newTransport(t, Options{MaxConnsPerHost: 4, MaxIdlePerHost: 4})
 	sendN(t, tr, srv.URL, 20, `{"id":"p_1"}`)
 	if c, r := srv.conns.Load(), srv.reqs.Load(); c != 1 || r != 20 {
 		t.Errorf("server saw %d connections, %d requests; want 1 and 20", c, r)
@@ -115,8 +122,7 @@ func TestTransportSkipsConnectionsClosedWhileIdle(t *testing.T) {
 	}, func(s *http.Server) {
 		s.IdleTimeout = 20 * time.Millisecond // the server drops idle connections
 	})
-	tr := newTransport(4, 4, nil, nil)
-	t.Cleanup(tr.CloseIdleConnections)
+	tr := newTransport(t, Options{MaxConnsPerHost: 4, MaxIdlePerHost: 4})
 	for i := range 3 {
 		if code, _, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 {
 			t.Fatalf("request %d: %d %v; want 201", i, code, err)
@@ -128,125 +134,8 @@ func TestTransportSkipsConnectionsClosedWhileIdle(t *testing.T) {
 	}
 }
 
-// heldConn passes writes through, except between hold and flush, when it
-// gathers them and writes them to the socket in one call.
-type heldConn struct {
-	net.Conn
-	held bool
-	buf  []byte
-}
-
-func (h *heldConn) Write(p []byte) (int, error) {
-	if h.held {
-		h.buf = append(h.buf, p...)
-		return len(p), nil
-	}
-	return h.Conn.Write(p)
-}
-
-func (h *heldConn) hold() { h.held = true }
-
-func (h *heldConn) flush() error {
-	h.held = false
-	_, err := h.Conn.Write(h.buf)
-	h.buf = h.buf[:0]
-	return err
-}
-
-// strayServer serves on ln, over TLS when cfg is set: every request gets a
-// 201 whose body names its connection ("conn-N") followed, unasked, by a
-// stray 408 response on the same connection. Both leave in one write to
-// the socket, so they reach the client together (over TLS as two records,
-// the second one read ahead by the client's TLS layer).
-func strayServer(t *testing.T, ln net.Listener, cfg *tls.Config) (conns, reqs *atomic.Int64) {
-	t.Helper()
-	t.Cleanup(func() { ln.Close() })
-	conns, reqs = new(atomic.Int64), new(atomic.Int64)
-	go func() {
-		for {
-			raw, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			n := conns.Add(1)
-			go func(raw net.Conn, n int64) {
-				hc := &heldConn{Conn: raw}
-				var c net.Conn = hc
-				if cfg != nil {
-					c = tls.Server(hc, cfg)
-				}
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					_, _ = io.Copy(io.Discard, req.Body)
-					reqs.Add(1)
-					hc.hold()
-					_, _ = fmt.Fprintf(c, "HTTP/1.1 201 Created\r\nContent-Length: 6\r\n\r\nconn-%d", n)
-					_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 5\r\n\r\nSTRAY")
-					if hc.flush() != nil {
-						return
-					}
-				}
-			}(raw, n)
-		}
-	}()
-	return conns, reqs
-}
-
-// testOutOfStep sends 3 requests through tr to target on a strayServer and
-// wants each answered by a fresh connection, never by the stray response.
-func testOutOfStep(t *testing.T, tr *transport, target string, conns, reqs *atomic.Int64) {
-	t.Helper()
-	t.Cleanup(tr.CloseIdleConnections)
-	for i := range 3 {
-		code, body, err := roundTrip(t, tr, context.Background(), target)
-		if want := fmt.Sprintf("conn-%d", i+1); err != nil || code != 201 || body != want {
-			t.Fatalf("request %d: %d %q %v; want 201 %s from a fresh connection", i, code, body, err, want)
-		}
-	}
-	if c, r := conns.Load(), reqs.Load(); c != 3 || r != 3 {
-		t.Errorf("server saw %d connections, %d requests; want 3 and 3", c, r)
-	}
-}
-
-// A server that speaks out of turn (an unsolicited response after the real
-// one) leaves bytes on the idle connection: the connection is dropped, so
-// the next request never reads them as its answer.
-func TestTransportDropsConnectionsOutOfStep(t *testing.T) {
-	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conns, reqs := strayServer(t, ln, nil)
-	testOutOfStep(t, newTransport(4, 4, nil, nil), "http://"+ln.Addr().String()+"/pay", conns, reqs)
-}
-
-// Over TLS the stray response may sit in the TLS layer's read-ahead
-// buffer, out of sight of a peek at the socket: it is found there too.
-func TestTransportDropsTLSConnectionsOutOfStep(t *testing.T) {
-	t.Parallel()
-	ts := httptest.NewTLSServer(http.NotFoundHandler()) // for its certificate and CA
-	cert := ts.TLS.Certificates[0]
-	pool := ts.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-	ts.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conns, reqs := strayServer(t, ln, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
-	tr := newTransport(4, 4, nil, nil)
-	tr.tlsConfig.RootCAs = pool
-	tr.tlsConfig.ServerName = "example.com" // the test certificate's name
-	testOutOfStep(t, tr, "https://"+ln.Addr().String()+"/pay", conns, reqs)
-}
-
 // A server that answers before reading the whole request and closes (a
-// 413 for a body too large) gives the attempt its answer, not the broken
+// 413 for a body too large) gives the caller its answer, not the broken
 // pipe of the unfinished upload.
 func TestTransportEarlyAnswer(t *testing.T) {
 	t.Parallel()
@@ -254,13 +143,12 @@ func TestTransportEarlyAnswer(t *testing.T) {
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(http.StatusRequestEntityTooLarge)
 	})
-	tr := newTransport(2, 2, nil, nil)
-	t.Cleanup(tr.CloseIdleConnections)
+	tr := newTransport(t, Options{MaxConnsPerHost: 2, MaxIdlePerHost: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, io.NopCloser(bytes.NewReader(make([]byte, 32<<20))))
 	req.ContentLength = 32 << 20
-	resp, err := clientWith(tr).Do(req)
+	resp, err := tr.client.Do(req)
 	if err != nil {
 		t.Fatalf("got %v; want the server's 413", err)
 	}
@@ -295,8 +183,7 @@ func TestTransportCapsResponseHeaders(t *testing.T) {
 			}
 		}
 	}()
-	tr := newTransport(2, 2, nil, nil)
-	t.Cleanup(tr.CloseIdleConnections)
+	tr := newTransport(t, Options{MaxConnsPerHost: 2, MaxIdlePerHost: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, _, err = roundTrip(t, tr, ctx, "http://"+ln.Addr().String()+"/")
@@ -312,10 +199,9 @@ func TestTransportClosesConnectionOfUnreadBody(t *testing.T) {
 	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, strings.Repeat("x", 64<<10))
 	})
-	tr := newTransport(4, 4, nil, nil)
-	t.Cleanup(tr.CloseIdleConnections)
+	tr := newTransport(t, Options{MaxConnsPerHost: 4, MaxIdlePerHost: 4})
 	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-	resp, err := clientWith(tr).Do(req)
+	resp, err := tr.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,23 +224,40 @@ func TestTransportSlotWaitEndsWithContext(t *testing.T) {
 		<-release
 	})
 	t.Cleanup(func() { close(release) })
-	tr := newTransport(1, 1, nil, nil)
-	t.Cleanup(tr.CloseIdleConnections)
+	tr := newTransport(t, Options{MaxConnsPerHost: 1, MaxIdlePerHost: 1})
 	go func() { _, _, _ = roundTrip(t, tr, context.Background(), srv.URL) }()
 	waitFor(t, srv.arrived, "first request at the server")
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	var p Progress
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { p.GotConn = true }})
+	gotConn := false
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { gotConn = true }})
 	_, _, err := roundTrip(t, tr, ctx, srv.URL)
-	if !errors.Is(err, context.DeadlineExceeded) || p.GotConn {
-		t.Fatalf("request over the cap: err %v, got a connection %v; want DeadlineExceeded before any connection", err, p.GotConn)
-	}
-	if v := ClassifyError(err, p, false, ClassifyRules{}); v.Class != ClassNoEffect {
-		t.Errorf("classified %+v; want no_effect (nothing sent)", v)
+	if !errors.Is(err, context.DeadlineExceeded) || gotConn {
+		t.Fatalf("request over the cap: err %v, got a connection %v; want DeadlineExceeded before any connection", err, gotConn)
 	}
 	if r, c := srv.reqs.Load(), srv.conns.Load(); r != 1 || c != 1 {
 		t.Errorf("server saw %d requests on %d connections; want 1 and 1", r, c)
+	}
+}
+
+// A request whose context ends once it has a connection, before a byte of
+// it is written, fails with an error NothingWritten recognizes; one that
+// reached the server and got no answer does not.
+func TestNothingWritten(t *testing.T) {
+	t.Parallel()
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		panic(http.ErrAbortHandler) // the request arrived; no answer
+	})
+	tr := newTransport(t, Options{MaxConnsPerHost: 4, MaxIdlePerHost: 4})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopped := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { cancel() }})
+	if _, _, err := roundTrip(t, tr, stopped, srv.URL); !errors.Is(err, context.Canceled) || !NothingWritten(err) || srv.reqs.Load() != 0 {
+		t.Errorf("stopped with a connection in hand: err %v, NothingWritten %v, %d requests at the server; want Canceled, true, 0", err, NothingWritten(err), srv.reqs.Load())
+	}
+	if _, _, err := roundTrip(t, tr, context.Background(), srv.URL); err == nil || NothingWritten(err) || srv.reqs.Load() != 1 {
+		t.Errorf("unanswered: err %v, NothingWritten %v, %d requests at the server; want an error, false, 1", err, NothingWritten(err), srv.reqs.Load())
 	}
 }
 
@@ -367,8 +270,7 @@ func TestTransportSkipsInterimResponses(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		_, _ = io.WriteString(w, "done")
 	})
-	tr := newTransport(4, 4, nil, nil)
-	t.Cleanup(tr.CloseIdleConnections)
+	tr := newTransport(t, Options{MaxConnsPerHost: 4, MaxIdlePerHost: 4})
 	sendN(t, tr, srv.URL, 2, "done")
 	if c := srv.conns.Load(); c != 1 {
 		t.Errorf("server saw %d connections; want 1", c)
@@ -383,21 +285,19 @@ func TestTransportHonorsConnectionClose(t *testing.T) {
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(http.StatusCreated)
 	})
-	tr := newTransport(4, 4, nil, nil)
-	t.Cleanup(tr.CloseIdleConnections)
+	tr := newTransport(t, Options{MaxConnsPerHost: 4, MaxIdlePerHost: 4})
 	sendN(t, tr, srv.URL, 3, "")
 	if c := srv.conns.Load(); c != 3 {
 		t.Errorf("server saw %d connections; want 3", c)
 	}
 }
 
-// The trace hooks the classifier relies on fire in order, with Reused on
-// a kept connection.
+// The trace hooks callers rely on to tell how far a request got fire in
+// order, with Reused on a kept connection.
 func TestTransportTraceHooks(t *testing.T) {
 	t.Parallel()
 	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) })
-	tr := newTransport(4, 4, nil, nil)
-	t.Cleanup(tr.CloseIdleConnections)
+	tr := newTransport(t, Options{MaxConnsPerHost: 4, MaxIdlePerHost: 4})
 	for i, wantReused := range []bool{false, true} {
 		var events []string
 		reused := false
@@ -422,8 +322,7 @@ func TestTransportTraceHooks(t *testing.T) {
 func TestTransportRefusesBadRequests(t *testing.T) {
 	t.Parallel()
 	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {})
-	tr := newTransport(4, 4, nil, nil)
-	t.Cleanup(tr.CloseIdleConnections)
+	tr := newTransport(t, Options{MaxConnsPerHost: 4, MaxIdlePerHost: 4})
 	cases := map[string]func(r *http.Request){
 		"invalid header field value": func(r *http.Request) {
 			r.Header["X-Note"] = []string{"a\r\nPOST /evil HTTP/1.1"}
@@ -462,9 +361,7 @@ func TestTransportUsesProxy(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	})
 	pu, _ := url.Parse(proxy.URL)
-	tr := newTransport(4, 4, nil, nil)
-	tr.useProxy(http.ProxyURL(pu))
-	t.Cleanup(tr.CloseIdleConnections)
+	tr := newTransport(t, Options{MaxConnsPerHost: 4, MaxIdlePerHost: 4, Proxy: http.ProxyURL(pu)})
 	if code, _, err := roundTrip(t, tr, context.Background(), "http://target.invalid/pay"); err != nil || code != http.StatusAccepted {
 		t.Fatalf("through the proxy: %d %v; want 202 from the proxy", code, err)
 	}
@@ -493,9 +390,8 @@ func TestTransportHTTPS(t *testing.T) {
 	}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	tr := newTransport(4, 4, nil, nil)
-	tr.tlsConfig.RootCAs = srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-	t.Cleanup(tr.CloseIdleConnections)
+	tr := newTransport(t, Options{MaxConnsPerHost: 4, MaxIdlePerHost: 4,
+		TLSConfig: &tls.Config{RootCAs: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}})
 	for i := range 3 {
 		if code, body, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 || body != "tls ok" {
 			t.Fatalf("request %d: %d %q %v; want 201 tls ok", i, code, body, err)
@@ -508,8 +404,7 @@ func TestTransportHTTPS(t *testing.T) {
 		t.Errorf("request protocol %q; want HTTP/1.1", p)
 	}
 	// Without the test CA the certificate is refused before anything is sent.
-	plain := newTransport(4, 4, nil, nil)
-	t.Cleanup(plain.CloseIdleConnections)
+	plain := newTransport(t, Options{MaxConnsPerHost: 4, MaxIdlePerHost: 4})
 	before := reqs.Load()
 	if _, _, err := roundTrip(t, plain, context.Background(), srv.URL); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("unknown CA: err %v; want a certificate error", err)
@@ -529,9 +424,8 @@ func TestTransportReusesAfterEmptyResponses(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
-	tr := newTransport(4, 4, nil, nil)
-	t.Cleanup(tr.CloseIdleConnections)
-	client := clientWith(tr)
+	tr := newTransport(t, Options{MaxConnsPerHost: 4, MaxIdlePerHost: 4})
+	client := tr.client
 	for _, m := range []string{http.MethodHead, http.MethodPost, http.MethodHead, http.MethodPost} {
 		req, _ := http.NewRequest(m, srv.URL, nil)
 		resp, err := client.Do(req)
@@ -546,16 +440,14 @@ func TestTransportReusesAfterEmptyResponses(t *testing.T) {
 	}
 }
 
-// Connections idle longer than idleTimeout are closed by a sweep even when
+// Connections idle longer than IdleTimeout are closed by a sweep even when
 // no more requests come, and the host's entry goes with them.
 func TestTransportClosesIdleConnections(t *testing.T) {
 	t.Parallel()
 	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusCreated)
 	})
-	tr := newTransport(4, 4, nil, nil)
-	tr.idleTimeout = 50 * time.Millisecond
-	t.Cleanup(tr.CloseIdleConnections)
+	tr := newTransport(t, Options{MaxConnsPerHost: 4, MaxIdlePerHost: 4, IdleTimeout: 50 * time.Millisecond})
 	if code, _, err := roundTrip(t, tr, context.Background(), srv.URL); err != nil || code != 201 {
 		t.Fatalf("got %d %v; want 201", code, err)
 	}
@@ -565,5 +457,86 @@ func TestTransportClosesIdleConnections(t *testing.T) {
 	tr.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d host entries left after the sweep; want 0", n)
+	}
+}
+
+// heldTarget reads a request head, writes answer, and then neither reads
+// nor closes until the test ends.
+func heldTarget(t *testing.T, answer string) string {
+	t.Helper()
+	ln := loopback.Serve(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		_, _ = io.WriteString(c, answer)
+		<-t.Context().Done()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// The response head cannot be read (malformed, or over the header cap)
+// while the 8 MiB body is still being written to a target that stopped
+// reading: the write is cut off at once and the bad answer reported, not
+// the request's deadline after a write that could never finish.
+func TestLargeBodyBadAnswerReportedAtOnce(t *testing.T) {
+	t.Parallel()
+	url := heldTarget(t, "HTTP/1.1 abc nonsense\r\n\r\n")
+	tr := newTransport(t, Options{MaxConnsPerHost: 2, MaxIdlePerHost: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, io.NopCloser(bytes.NewReader(make([]byte, 8<<20))))
+	req.ContentLength = 8 << 20
+	start := time.Now()
+	resp, err := tr.RoundTrip(req)
+	took := time.Since(start)
+	if resp != nil {
+		resp.Body.Close()
+	}
+	t.Logf("after %v: err=%v", took.Round(time.Millisecond), err)
+	if took > 2*time.Second {
+		t.Errorf("a malformed answer took %v to report (the request's deadline); want at once", took.Round(time.Millisecond))
+	}
+}
+
+// A target that reads each 64 KiB request fully and then answers at once
+// on a keep-alive connection: the answer often arrives before the writer
+// goroutine has handed its result over; the complete write is still seen
+// as complete, and the one connection serves every exchange.
+func TestLargeBodyConnectionReused(t *testing.T) {
+	t.Parallel()
+	var conns atomic.Int64
+	ln := loopback.Serve(t, func(c net.Conn) {
+		conns.Add(1)
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if _, err := io.Copy(io.Discard, req.Body); err != nil {
+				return
+			}
+			if _, err := io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok"); err != nil {
+				return
+			}
+		}
+	})
+	tr := newTransport(t, Options{MaxConnsPerHost: 2, MaxIdlePerHost: 2})
+	const n = 200
+	for range n {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ln.Addr().String(), io.NopCloser(bytes.NewReader(make([]byte, 64<<10))))
+		req.ContentLength = 64 << 10
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		cancel()
+	}
+	if c := conns.Load(); c > 1 {
+		t.Errorf("%d sequential in-step exchanges used %d connections; want 1", n, c)
 	}
 }
