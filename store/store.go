@@ -99,14 +99,18 @@ type Work interface {
 	// req.Owner. A pending job becomes running with one more attempt; an
 	// unknown job stays unknown with one more status query; both get a
 	// new fence. The claim is durable when ClaimDue returns, before any
-	// byte is sent. Concurrent claimers never claim one job twice.
+	// byte is sent. Concurrent claimers never claim one job twice. A
+	// claim for an owner without a live lease is refused with
+	// ErrLeaseLost; an empty Owner (a tool, a test) claims unowned jobs,
+	// which any Rescue may take.
 	ClaimDue(ctx context.Context, req ClaimRequest) ([]Claim, error)
 	// FinishClaim writes the outcome of a claim: fn changes a copy of
 	// the claimed job; the change is checked against the transition
 	// table. It is refused with ErrFenced when the job is no longer held
 	// by c. When next is not nil, the due job (pending or unknown) with
 	// the earliest NextRunAt is claimed in the same transaction and
-	// returned; it is nil when nothing is due or the finish was refused.
+	// returned; it is nil when nothing is due, when the finish was
+	// refused, or when next.Owner holds no live lease.
 	FinishClaim(ctx context.Context, c Claim, fn TransitionFunc, next *NextClaim) (*Job, *Claim, error)
 }
 

@@ -113,6 +113,9 @@ func (db *DB) prepareClaims(ctx context.Context, req store.ClaimRequest) ([]cand
 	if closed {
 		return nil, store.ErrClosed
 	}
+	if req.Owner != "" && !db.alive(req.Owner, req.Now) {
+		return nil, fmt.Errorf("%w: runner %s claims without a live lease", store.ErrLeaseLost, req.Owner)
+	}
 	var cands []candidate
 	err := db.view(func(tx *bbolt.Tx) error {
 		b := bucketsOf(tx)
@@ -268,6 +271,9 @@ func (db *DB) claimNextIn(b buckets, next store.NextClaim) (*store.Claim, error)
 		bound  []byte
 		c      *bbolt.Cursor
 		k      []byte // the lane's first acceptable due entry, nil if none
+	}
+	if next.Owner != "" && !db.alive(next.Owner, next.Now) {
+		return nil, nil // the runner lost its lease: its finish stands, it claims nothing more
 	}
 	lanes := [2]lane{{s: store.StatePending}, {s: store.StateUnknown}}
 	budget := nextScan

@@ -38,7 +38,7 @@ func TestOpensFormat1File(t *testing.T) {
 		t.Fatalf("hang-1 = %+v, %v; want running, attempt 1, no owner", hang, err)
 	}
 	now := time.Now()
-	if err := db.Register(ctx, store.RunnerInfo{ID: "new-runner", Workers: 1}, now, time.Minute); err != nil {
+	if err := db.Register(ctx, store.RunnerInfo{ID: "new-runner", Workers: 1}, now, 1000*time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	n, err := db.Rescue(ctx, now, nil)
