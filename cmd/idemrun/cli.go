@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
 	"github.com/idemrun/idemrun/store/bolt"
 )
@@ -164,7 +165,7 @@ type workerFlags struct {
 func addWorkerFlags(fs *pflag.FlagSet, workers int, usage string) workerFlags {
 	return workerFlags{
 		workers:   fs.Int("workers", workers, usage+" (1-10000)"),
-		maxConns:  fs.Int("max-conns-per-host", 0, "most connections to one target host; more attempts wait for one (default min(workers, 128); -1 no limit)"),
+		maxConns:  fs.Int("max-conns-per-host", 0, fmt.Sprintf("most connections to one target host; more attempts wait for one (default min(workers, %d); -1 no limit)", runner.DefaultMaxConnsPerHost)),
 		transport: fs.String("http-transport", "runner", "HTTP client transport: runner (idemrun's own HTTP/1.1 transport) or net/http (Go's standard one)"),
 	}
 }
