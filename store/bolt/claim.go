@@ -210,16 +210,18 @@ func finishRecord(c store.Claim, fn store.TransitionFunc) (*store.Job, []byte, [
 
 // finishIn writes a finish's record if the stored job is still held by
 // the claim. The record's head tells without decoding it: every claim and
-// every rescue raises the fence, so an equal fence means the same claim
-// (attempt and owner included); the state and index time being the
-// claim's own mean no other write of the claim came first.
+// every rescue raises the fence, so an equal fence means the record the
+// claim wrote, whose attempt and owner are those of c.Job (a claim whose
+// own attempt or owner differ from its job's holds nothing); the state
+// and index time being the claim's own mean no other write of the claim
+// came first.
 func finishIn(b buckets, c store.Claim, id, rec []byte) error {
 	v := b.jobs.Get(id)
 	oh, ok := parseHead(v)
 	if v == nil {
 		return fmt.Errorf("%w: job %s", store.ErrNotFound, c.Job.ID)
 	}
-	if !ok || oh.fence != c.Fence || oh.state != stateByte[c.Job.State] || binary.BigEndian.Uint64(oh.itime[:]) != timeKey(indexTime(c.Job)) {
+	if !ok || c.Fenced(c.Job) || oh.fence != c.Fence || oh.state != stateByte[c.Job.State] || binary.BigEndian.Uint64(oh.itime[:]) != timeKey(indexTime(c.Job)) {
 		return fmt.Errorf("%w: job %s changed since claim %d (attempt %d, runner %s)", store.ErrFenced, c.Job.ID, c.Fence, c.Attempt, c.Owner)
 	}
 	return b.replaceRaw(id, oh, rec)

@@ -389,16 +389,40 @@ func trimNL(b []byte) []byte {
 	return b
 }
 
-// view runs a read transaction. bbolt panics on damaged pages; the panic
-// becomes an error naming the file, so a corrupt database is reported, not
-// a crash.
-func (db *DB) view(fn func(tx *bbolt.Tx) error) (err error) {
+// view runs a read transaction for a caller of the store: on a closed
+// store it is refused with store.ErrClosed, as writes are.
+func (db *DB) view(fn func(tx *bbolt.Tx) error) error {
+	if err := db.open(); err != nil {
+		return err
+	}
+	err := db.read(fn)
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		// Close ran between the check and the transaction.
+		return fmt.Errorf("%w: %s", store.ErrClosed, db.path)
+	}
+	return err
+}
+
+// read runs a read transaction, also while Close drains the writer (whose
+// commits read). bbolt panics on damaged pages; the panic becomes an error
+// naming the file, so a corrupt database is reported, not a crash.
+func (db *DB) read(fn func(tx *bbolt.Tx) error) (err error) {
 	defer db.recoverCorrupt(&err)
 	err = db.bolt.View(fn)
 	if errors.Is(err, ErrCorruptRecord) {
 		err = fmt.Errorf("%w (in %s); run `idemrun check %s`", err, db.path, db.path)
 	}
 	return err
+}
+
+// open returns store.ErrClosed once Close has begun.
+func (db *DB) open() error {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.closed {
+		return store.ErrClosed
+	}
+	return nil
 }
 
 // update runs a write transaction (only the writer goroutine and init).

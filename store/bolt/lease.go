@@ -71,6 +71,9 @@ func (db *DB) Heartbeat(ctx context.Context, id string, now time.Time, ttl time.
 
 // Deregister ends a runner's lease (see store.Work).
 func (db *DB) Deregister(ctx context.Context, id string) error {
+	if err := db.usable(ctx); err != nil {
+		return err
+	}
 	db.leases.mu.Lock()
 	defer db.leases.mu.Unlock()
 	if e, ok := db.leases.m[id]; ok {
@@ -82,6 +85,9 @@ func (db *DB) Deregister(ctx context.Context, id string) error {
 
 // Leases lists the runners registered with this handle, oldest first.
 func (db *DB) Leases() ([]store.Lease, error) {
+	if err := db.open(); err != nil {
+		return nil, err
+	}
 	db.leases.mu.Lock()
 	defer db.leases.mu.Unlock()
 	out := make([]store.Lease, 0, len(db.leases.m))
@@ -117,12 +123,7 @@ func (db *DB) usable(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	db.mu.RLock()
-	defer db.mu.RUnlock()
-	if db.closed {
-		return store.ErrClosed
-	}
-	return nil
+	return db.open()
 }
 
 // Rescue moves running jobs whose owner holds no live lease to unknown

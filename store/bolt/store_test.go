@@ -17,7 +17,6 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/idemrun/idemrun/store"
 	"github.com/idemrun/idemrun/store/bolt"
@@ -39,7 +38,7 @@ func openAt(t testing.TB, path string, o *bolt.Options) *bolt.DB {
 	}
 	t.Cleanup(func() {
 		rep, err := db.Check()
-		if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		if errors.Is(err, store.ErrClosed) {
 			return
 		}
 		if err != nil || !rep.OK() {

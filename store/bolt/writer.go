@@ -209,7 +209,7 @@ func (db *DB) commit(batch []*op) {
 // what bbolt now reads: its meta page reached the page cache.
 func (db *DB) commitVisible() bool {
 	visible := false
-	_ = db.view(func(tx *bbolt.Tx) error {
+	_ = db.read(func(tx *bbolt.Tx) error {
 		visible = tx.ID() >= db.lastTx
 		return nil
 	})

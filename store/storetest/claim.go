@@ -160,49 +160,68 @@ func testClaimDueConcurrent(t *testing.T, open func(t *testing.T) Store) {
 	)
 	s := open(t)
 	now := T0()
+	batch := enqueueDue(t, s, "c", jobs, now)
+	claimConcurrently(t, batch, workers, func(int) (ids []string, err error) {
+		for range jobs { // bounded: each round claims at least one job or stops
+			cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now, Limit: limit})
+			if err != nil || len(cs) == 0 {
+				return ids, err
+			}
+			if len(cs) > limit {
+				return ids, fmt.Errorf("ClaimDue returned %d claims over limit %d", len(cs), limit)
+			}
+			for i := 1; i < len(cs); i++ {
+				if cs[i].Job.NextRunAt.Before(cs[i-1].Job.NextRunAt) {
+					err = fmt.Errorf("claims out of next_run_at order: %s before %s", cs[i-1].Job.Key, cs[i].Job.Key)
+				}
+			}
+			ids = append(ids, claimIDs(cs)...)
+			if err != nil {
+				return ids, err
+			}
+		}
+		return ids, nil
+	})
+	if st := stats(t, s); st[store.StateRunning] != jobs || st[store.StatePending] != 0 {
+		t.Errorf("Stats = %v; want %d running", st, jobs)
+	}
+}
+
+// enqueueDue enqueues n new jobs (keys prefix-000 on) due a millisecond
+// apart before now, the first the oldest.
+func enqueueDue(t *testing.T, s Store, prefix string, n int, now time.Time) []*store.Job {
+	t.Helper()
 	var batch []*store.Job
-	for i := range jobs {
-		j := NewJob(fmt.Sprintf("c-%03d", i), now)
-		j.NextRunAt = now.Add(-time.Duration(jobs-i) * time.Millisecond)
+	for i := range n {
+		j := NewJob(fmt.Sprintf("%s-%03d", prefix, i), now)
+		j.NextRunAt = now.Add(-time.Duration(n-i) * time.Millisecond)
 		batch = append(batch, j)
 	}
 	rs, err := s.EnqueueMany(ctx, batch)
-	if err != nil {
-		t.Fatalf("EnqueueMany: %v", err)
+	if err != nil || len(rs) != n {
+		t.Fatalf("EnqueueMany = %d results, %v; want %d", len(rs), err, n)
 	}
 	for i, r := range rs {
 		if r.Err != nil || r.Existing {
 			t.Fatalf("EnqueueMany result %d = %+v", i, r)
 		}
 	}
+	return batch
+}
 
-	claimed := make([][]store.Claim, workers)
+// claimConcurrently runs claimer on workers goroutines started together;
+// each returns the ids of the jobs it claimed. It fails unless every job
+// of batch was claimed exactly once, and nothing else was.
+func claimConcurrently(t *testing.T, batch []*store.Job, workers int, claimer func(w int) ([]string, error)) {
+	t.Helper()
+	claimed := make([][]string, workers)
 	errs := make([]error, workers)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			<-start
-			for range jobs { // bounded: each round claims at least one job or stops
-				cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now, Limit: limit})
-				if err != nil {
-					errs[w] = err
-					return
-				}
-				if len(cs) == 0 {
-					return
-				}
-				if len(cs) > limit {
-					errs[w] = fmt.Errorf("ClaimDue returned %d claims over limit %d", len(cs), limit)
-					return
-				}
-				for i := 1; i < len(cs); i++ {
-					if cs[i].Job.NextRunAt.Before(cs[i-1].Job.NextRunAt) {
-						errs[w] = fmt.Errorf("claims out of next_run_at order: %s before %s", cs[i-1].Job.Key, cs[i].Job.Key)
-					}
-				}
-				claimed[w] = append(claimed[w], cs...)
-			}
+			claimed[w], errs[w] = claimer(w)
 		})
 	}
 	close(start)
@@ -212,8 +231,8 @@ func testClaimDueConcurrent(t *testing.T, open func(t *testing.T) Store) {
 		if errs[w] != nil {
 			t.Errorf("worker %d: %v", w, errs[w])
 		}
-		for _, c := range claimed[w] {
-			seen[c.Job.ID]++
+		for _, id := range claimed[w] {
+			seen[id]++
 		}
 	}
 	for _, j := range batch {
@@ -221,79 +240,119 @@ func testClaimDueConcurrent(t *testing.T, open func(t *testing.T) Store) {
 			t.Errorf("job %s claimed %d times; want exactly once", j.Key, seen[j.ID])
 		}
 	}
-	if len(seen) != jobs {
-		t.Errorf("%d distinct jobs claimed; want %d", len(seen), jobs)
-	}
-	if st := stats(t, s); st[store.StateRunning] != jobs || st[store.StatePending] != 0 {
-		t.Errorf("Stats = %v; want %d running", st, jobs)
+	if len(seen) != len(batch) {
+		t.Errorf("%d distinct jobs claimed; want %d", len(seen), len(batch))
 	}
 }
 
-func testRecoverRunning(t *testing.T, open func(t *testing.T) Store) {
+// testClaimDueOwner: a claim records its owner on the job, and the Claim
+// carries the job's fence, attempt and owner; a later claim by another
+// runner takes the job over under a higher fence.
+func testClaimDueOwner(t *testing.T, open func(t *testing.T) Store) {
 	s := open(t)
 	now := T0()
-	var others []*store.Job
-	step := 0
-	next := func() time.Time { step++; return now.Add(time.Duration(step) * time.Second) }
-	// needs_attention before unknown: driving a job through unknown claims
-	// the earliest due unknown job.
-	for _, st := range []store.State{store.StateSucceeded, store.StateFailed, store.StateNeedsAttention, store.StateUnknown, store.StateCanceled} {
-		others = append(others, driveTo(t, s, "other-"+string(st), st, next()))
-	}
-	var running []*store.Job
+	a := register(t, s, now, time.Hour)
+	b := register(t, s, now, time.Hour)
+	var ids []string
 	for i := range 3 {
-		running = append(running, driveTo(t, s, fmt.Sprintf("run-%d", i), store.StateRunning, next()))
+		j := NewJob(fmt.Sprintf("o-%d", i), now)
+		j.NextRunAt = now.Add(time.Duration(i-3) * time.Second)
+		ids = append(ids, enqueue(t, s, j).ID)
 	}
-	p := NewJob("pending", now)
-	p.NextRunAt = now.Add(time.Hour)
-	others = append(others, enqueue(t, s, p))
-	for i := range others {
-		others[i] = get(t, s, others[i].ID)
+	notDue := NewJob("not-due", now)
+	notDue.NextRunAt = now.Add(time.Hour)
+	enqueue(t, s, notDue)
+	cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now, Limit: 2, Owner: a.ID})
+	if err != nil || !slices.Equal(claimIDs(cs), ids[:2]) {
+		t.Fatalf("ClaimDue(pending, limit 2, owner a) = %v, %v; want the two oldest %v", claimIDs(cs), err, ids[:2])
+	}
+	for _, c := range cs {
+		wantClaim(t, s, c, a.ID)
+		if c.Attempt != 1 {
+			t.Errorf("claim of %s: attempt %d; want 1", c.Job.Key, c.Attempt)
+		}
 	}
 
-	at := now.Add(time.Minute)
-	var seen []string
-	n, err := s.Rescue(ctx, at, func(j *store.Job) {
-		if j.State != store.StateUnknown || !j.MayHaveEffect {
-			t.Errorf("recovery fn sees %s, MayHaveEffect %v; want unknown, true", j.State, j.MayHaveEffect)
+	// o-0 goes back to pending (no effect), due after o-2: b claims both,
+	// o-2's first attempt and o-0's second.
+	first := cs[0]
+	later := now.Add(time.Second)
+	finish(t, s, first.Job.ID, first.Fence, store.StatePending, later)
+	bs, err := s.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: later, Limit: 10, Owner: b.ID})
+	if err != nil || !slices.Equal(claimIDs(bs), []string{ids[2], ids[0]}) {
+		t.Fatalf("ClaimDue(pending, owner b) = %v, %v; want o-2 then o-0 %v", claimIDs(bs), err, []string{ids[2], ids[0]})
+	}
+	for _, c := range bs {
+		wantClaim(t, s, c, b.ID)
+	}
+	if again := bs[1]; again.Attempt != 2 || again.Fence <= first.Fence || !again.Job.FirstSentAt.Equal(now) {
+		t.Errorf("b's claim of o-0: attempt %d, fence %d (a's %d), FirstSentAt %v; want 2, higher, %v", again.Attempt, again.Fence, first.Fence, again.Job.FirstSentAt, now)
+	}
+
+	// o-1 may have taken effect: b's status query claim keeps the attempt.
+	second := cs[1]
+	finish(t, s, second.Job.ID, second.Fence, store.StateUnknown, later)
+	q := claimFor(t, s, store.StateUnknown, second.Job.ID, b.ID, later)
+	if q.Attempt != 1 || q.Job.StatusQueries != 1 || q.Fence <= second.Fence {
+		t.Errorf("b's status claim of o-1: attempt %d, status queries %d, fence %d (a's %d); want 1, 1, higher", q.Attempt, q.Job.StatusQueries, q.Fence, second.Fence)
+	}
+}
+
+// testClaimExpiredOwner: the contract does not say whether a runner
+// whose lease has expired may still claim. Whatever the backend answers,
+// such a claim protects nothing: it is either refused (nothing changes)
+// or rescued by the next Rescue, as any job of an owner without a live
+// lease. The finish a chained claim rides on stands either way.
+func testClaimExpiredOwner(t *testing.T, open func(t *testing.T) Store) {
+	const ttl = 10 * time.Second
+	now := T0()
+	at := now.Add(20 * time.Second)
+	expire := func(t *testing.T, s Store) store.RunnerInfo {
+		t.Helper()
+		r := register(t, s, now, ttl)
+		wantLeaseLost(t, s.Heartbeat(ctx, r.ID, at, ttl), "Heartbeat after the lease's expiry")
+		return r
+	}
+	wantRescued := func(t *testing.T, s Store, c store.Claim) {
+		t.Helper()
+		if n, err := s.Rescue(ctx, at, nil); err != nil || n != 1 {
+			t.Fatalf("Rescue of the expired owner's claim = %d, %v; want 1", n, err)
 		}
-		seen = append(seen, j.Key)
-		j.NextRunAt = at.Add(5 * time.Second)
-		j.AddEvent(store.Event{Kind: store.EventRecovery, Start: at, From: store.StateRunning, To: store.StateUnknown})
+		if j := get(t, s, c.Job.ID); j.State != store.StateUnknown || j.Fence <= c.Fence || !j.MayHaveEffect {
+			t.Errorf("expired owner's claimed job after Rescue: %s, fence %d (claim %d), MayHaveEffect %v; want unknown, raised, true", j.State, j.Fence, c.Fence, j.MayHaveEffect)
+		}
+	}
+
+	t.Run("ClaimDue", func(t *testing.T) {
+		s := open(t)
+		r := expire(t, s)
+		j := enqueue(t, s, NewJob("k", now))
+		if c, ok := claimOrRefused(t, s, store.StatePending, j.ID, r.ID, at); ok {
+			wantRescued(t, s, c)
+		}
 	})
-	if err != nil || n != len(running) {
-		t.Fatalf("RecoverRunning = %d, %v; want %d, nil", n, err, len(running))
-	}
-	slices.Sort(seen)
-	if !slices.Equal(seen, []string{"run-0", "run-1", "run-2"}) {
-		t.Errorf("recovery fn saw %v; want the three running jobs", seen)
-	}
-	for _, r := range running {
-		j := get(t, s, r.ID)
-		switch {
-		case j.State != store.StateUnknown || !j.MayHaveEffect:
-			t.Errorf("%s after recovery: %s, MayHaveEffect %v; want unknown, true", j.Key, j.State, j.MayHaveEffect)
-		case !j.UnknownSince.Equal(at) || !j.NextRunAt.Equal(at.Add(5*time.Second)) || !j.UpdatedAt.Equal(at):
-			t.Errorf("%s after recovery: UnknownSince %v, NextRunAt %v, UpdatedAt %v; want %v, %v, %v", j.Key, j.UnknownSince, j.NextRunAt, j.UpdatedAt, at, at.Add(5*time.Second), at)
-		case j.Attempts != r.Attempts || j.LastEvent(store.EventRecovery) == nil:
-			t.Errorf("%s after recovery: attempts %d (was %d), recovery event %v", j.Key, j.Attempts, r.Attempts, j.LastEvent(store.EventRecovery))
+	t.Run("FinishClaim next", func(t *testing.T) {
+		s := open(t)
+		w := enqueue(t, s, NewJob("w", now))
+		cw := claim(t, s, store.StatePending, w.ID, now)
+		r := expire(t, s)
+		p := enqueue(t, s, NewJob("p", now))
+		before := get(t, s, p.ID)
+		got, next, err := s.FinishClaim(ctx, cw, moveTo(store.StateSucceeded, at), &store.NextClaim{Now: at, Owner: r.ID})
+		if err != nil || got == nil || got.State != store.StateSucceeded {
+			t.Fatalf("FinishClaim(w) with a chained claim for an expired owner = %+v, %v; want w succeeded", got, err)
 		}
-	}
-	for _, o := range others {
-		wantUnchanged(t, s, o, "RecoverRunning on a "+string(o.State)+" job")
-	}
-	if n, err := s.Rescue(ctx, at.Add(time.Second), nil); err != nil || n != 0 {
-		t.Errorf("second RecoverRunning = %d, %v; want 0, nil", n, err)
-	}
-	if st := stats(t, s); st[store.StateRunning] != 0 || st[store.StateUnknown] != 4 {
-		t.Errorf("Stats = %v; want 0 running, 4 unknown", st)
-	}
-	// The recovered jobs are due for a status query when fn said, not before.
-	cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: store.StateUnknown, Now: at.Add(5 * time.Second), Limit: 10})
-	if err != nil {
-		t.Fatalf("ClaimDue(unknown): %v", err)
-	}
-	if len(cs) != 4 {
-		t.Errorf("ClaimDue(unknown) after recovery claimed %d; want 4 (3 recovered + 1 older)", len(cs))
-	}
+		if stored := get(t, s, w.ID); stored.State != store.StateSucceeded {
+			t.Errorf("w after its finish: %s; want succeeded", stored.State)
+		}
+		if next == nil {
+			wantUnchanged(t, s, before, "a chained claim refused for an expired owner")
+			return
+		}
+		if next.Job.ID != p.ID {
+			t.Fatalf("chained claim for the expired owner took %s; want p", next.Job.Key)
+		}
+		wantClaim(t, s, *next, r.ID)
+		wantRescued(t, s, *next)
+	})
 }

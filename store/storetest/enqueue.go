@@ -215,8 +215,27 @@ func testEnqueueSameKeyConcurrent(t *testing.T, open func(t *testing.T) Store) {
 	}
 }
 
+// manyWays are the two batch enqueues, which keep the same per-job rules.
+var manyWays = []struct {
+	name string
+	fn   func(s Store, jobs []*store.Job) ([]store.EnqueueResult, error)
+}{
+	{"EnqueueMany", func(s Store, jobs []*store.Job) ([]store.EnqueueResult, error) { return s.EnqueueMany(ctx, jobs) }},
+	{"EnqueueManyFunc", func(s Store, jobs []*store.Job) ([]store.EnqueueResult, error) {
+		return s.EnqueueManyFunc(ctx, len(jobs), func(i int) (*store.Job, error) { return jobs[i], nil })
+	}},
+}
+
 func testEnqueueManyMixed(t *testing.T, open func(t *testing.T) Store) {
-	s := open(t)
+	for _, way := range manyWays {
+		t.Run(way.name, func(t *testing.T) {
+			t.Parallel()
+			enqueueManyMixed(t, open(t), way.fn)
+		})
+	}
+}
+
+func enqueueManyMixed(t *testing.T, s Store, enqueueMany func(s Store, jobs []*store.Job) ([]store.EnqueueResult, error)) {
 	now := T0()
 	a := enqueue(t, s, NewJob("a", now))
 
@@ -232,7 +251,7 @@ func testEnqueueManyMixed(t *testing.T, open func(t *testing.T) Store) {
 	d := NewJob("d", now)
 	batch := []*store.Job{b, aSame, aOther, c, cAgain, bOther, invalid, d}
 
-	rs, err := s.EnqueueMany(ctx, batch)
+	rs, err := enqueueMany(s, batch)
 	if err != nil {
 		t.Fatalf("EnqueueMany: %v", err)
 	}
@@ -290,6 +309,57 @@ func testEnqueueManyMixed(t *testing.T, open func(t *testing.T) Store) {
 	}
 	if st := stats(t, s); st[store.StatePending] != 4 {
 		t.Errorf("Stats = %v; want 4 pending", st)
+	}
+}
+
+// testEnqueueManyFunc: an error from build stops the batch, and the jobs
+// built before it stay stored. What becomes of the jobs after it is not
+// said: a backend may have stored them (the error is then the failing
+// job's own Err) or not (the error is then the call's).
+func testEnqueueManyFunc(t *testing.T, open func(t *testing.T) Store) {
+	s := open(t)
+	now := T0()
+	const n, bad = 5, 2
+	var jobs []*store.Job
+	for i := range n {
+		jobs = append(jobs, NewJob(fmt.Sprintf("f-%d", i), now))
+	}
+	errBuild := errors.New("storetest: build refused")
+	rs, err := s.EnqueueManyFunc(ctx, n, func(i int) (*store.Job, error) {
+		if i == bad {
+			return nil, errBuild
+		}
+		return jobs[i], nil
+	})
+	switch {
+	case err != nil:
+		if !errors.Is(err, errBuild) {
+			t.Errorf("EnqueueManyFunc = %v; want build's error", err)
+		}
+	case len(rs) != n:
+		t.Fatalf("EnqueueManyFunc = %d results, nil; want %d (or build's error)", len(rs), n)
+	default:
+		if !errors.Is(rs[bad].Err, errBuild) || rs[bad].Job != nil {
+			t.Errorf("result %d = %+v; want build's error", bad, rs[bad])
+		}
+		for i := range bad {
+			if r := rs[i]; r.Err != nil || r.Existing || r.Job == nil || r.Job.ID != jobs[i].ID {
+				t.Errorf("result %d = %+v; want the new job %s", i, r, jobs[i].ID)
+			}
+		}
+	}
+	for i := range bad {
+		if got, err := s.GetByKey(jobs[i].Key); err != nil || got.ID != jobs[i].ID {
+			t.Errorf("GetByKey(%s) = %v, %v; want job %s, built before the error", jobs[i].Key, got, err, jobs[i].ID)
+		}
+	}
+
+	rs, err = s.EnqueueManyFunc(ctx, 0, func(i int) (*store.Job, error) {
+		t.Errorf("build(%d) called for an empty batch", i)
+		return nil, nil
+	})
+	if err != nil || len(rs) != 0 {
+		t.Errorf("EnqueueManyFunc(0) = %v, %v; want no results", rs, err)
 	}
 }
 

@@ -1,8 +1,6 @@
 package storetest
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -232,76 +230,4 @@ func testResolve(t *testing.T, open func(t *testing.T) Store) {
 			t.Errorf("Stats after refused resolves = %v; want %v", after, before)
 		}
 	})
-}
-
-func testSweep(t *testing.T, open func(t *testing.T) Store) {
-	s := open(t)
-	now := T0()
-	cutoff := now.Add(100 * time.Second)
-	sec := func(n int) time.Time { return now.Add(time.Duration(n) * time.Second) }
-
-	// Old jobs in states a sweep must keep.
-	var kept []*store.Job
-	for _, j := range driveAll(t, s, "live-", []store.State{store.StateNeedsAttention, store.StateUnknown, store.StateRunning}, sec(1)) {
-		kept = append(kept, j)
-	}
-	// Old end-state jobs, all updated before the cutoff.
-	var old []*store.Job
-	n := 10
-	for i, st := range []store.State{store.StateSucceeded, store.StateSucceeded, store.StateSucceeded, store.StateSucceeded, store.StateFailed, store.StateFailed, store.StateFailed, store.StateCanceled, store.StateCanceled, store.StateCanceled} {
-		old = append(old, driveTo(t, s, fmt.Sprintf("old-%d", i), st, sec(n+i)))
-	}
-	// End-state jobs updated at or after the cutoff.
-	var recent []*store.Job
-	for i, st := range []store.State{store.StateSucceeded, store.StateCanceled, store.StateFailed} {
-		recent = append(recent, driveTo(t, s, fmt.Sprintf("recent-%d", i), st, cutoff.Add(time.Duration(i)*50*time.Second)))
-	}
-	p := NewJob("live-pending", sec(2))
-	p.NextRunAt = cutoff.Add(time.Hour)
-	kept = append(kept, enqueue(t, s, p))
-	kept = append(kept, recent...)
-
-	res, err := s.Enqueue(ctx, NewJob("old-0", sec(50)))
-	if err != nil || !res.Existing || res.Job.ID != old[0].ID {
-		t.Fatalf("Enqueue(old-0) before the sweep = %+v, %v; want the existing job", res, err)
-	}
-	if got, _, err := s.Sweep(ctx, cutoff, cutoff, 0); err != nil || got != 0 {
-		t.Errorf("Sweep(limit 0) = %d, %v; want 0", got, err)
-	}
-	total := 0
-	for _, want := range []int{4, 4, 2, 0} {
-		got, _, err := s.Sweep(ctx, cutoff, cutoff, 4)
-		if err != nil || got != want {
-			t.Errorf("Sweep(limit 4) = %d, %v; want %d", got, err, want)
-		}
-		total += got
-	}
-	if total != len(old) {
-		t.Errorf("swept %d jobs in all; want %d", total, len(old))
-	}
-	for _, j := range old {
-		if _, err := s.Get(j.ID); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("Get(%s) after sweep: err = %v; want ErrNotFound", j.Key, err)
-		}
-		if _, err := s.GetByKey(j.Key); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("GetByKey(%s) after sweep: err = %v; want ErrNotFound", j.Key, err)
-		}
-	}
-	for _, j := range kept {
-		wantUnchanged(t, s, j, "Sweep of "+j.Key)
-	}
-	want := map[store.State]int64{
-		store.StatePending: 1, store.StateRunning: 1, store.StateUnknown: 1, store.StateNeedsAttention: 1,
-		store.StateSucceeded: 1, store.StateFailed: 1, store.StateCanceled: 1,
-	}
-	if st := stats(t, s); !statsEqual(st, want) {
-		t.Errorf("Stats after sweep = %v; want %v", st, want)
-	}
-
-	// A swept job's key is free again: the same key makes a new job.
-	again := NewJob("old-0", cutoff.Add(time.Hour))
-	res, err = s.Enqueue(ctx, again)
-	if err != nil || res.Existing || res.Job.ID != again.ID || res.Job.ID == old[0].ID {
-		t.Errorf("Enqueue(old-0) after the sweep = %+v, %v; want a new job %s", res, err, again.ID)
-	}
 }

@@ -15,38 +15,62 @@ type Store = store.Store
 
 // Run runs the contract suite. open must return a new, empty store for the
 // test it is given and arrange for the store to be checked and closed when
-// that test ends; the subtests run in parallel, each with its own store.
+// that test ends (a store the test closed itself answers ErrClosed to
+// Check: skip it); the subtests run in parallel, each with its own store.
 func Run(t *testing.T, open func(t *testing.T) Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, open func(t *testing.T) Store)
-	}{
+	for _, tt := range suite() {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.fn(t, open)
+		})
+	}
+}
+
+type suiteTest struct {
+	name string
+	fn   func(t *testing.T, open func(t *testing.T) Store)
+}
+
+// suite lists the contract tests; methodTests says which of them cover
+// each method of Store.
+func suite() []suiteTest {
+	return []suiteTest{
+		{"EveryMethod", testEveryMethod},
 		{"LegalTable", testLegalTable},
 		{"Transitions", testTransitions},
+		{"ClaimFenced", testClaimFenced},
 		{"FinishFenced", testFinishFenced},
 		{"FinishRefusals", testFinishRefusals},
+		{"FinishStaleClaim", testFinishStaleClaim},
+		{"FinishNext", testFinishNext},
+		{"FinishNextConcurrent", testFinishNextConcurrent},
 		{"EnqueueRoundTrip", testEnqueueRoundTrip},
 		{"EnqueueInvalid", testEnqueueInvalid},
 		{"EnqueueDuplicateID", testEnqueueDuplicateID},
 		{"EnqueueSameKeyConcurrent", testEnqueueSameKeyConcurrent},
 		{"EnqueueManyMixed", testEnqueueManyMixed},
+		{"EnqueueManyFunc", testEnqueueManyFunc},
 		{"ClaimDueOrder", testClaimDueOrder},
 		{"ClaimDueUnknown", testClaimDueUnknown},
 		{"ClaimDueConcurrent", testClaimDueConcurrent},
-		{"RecoverRunning", testRecoverRunning},
+		{"ClaimDueOwner", testClaimDueOwner},
+		{"ClaimExpiredOwner", testClaimExpiredOwner},
+		{"LeaseAlive", testLeaseAlive},
+		{"Leases", testLeases},
+		{"RescueNoLeases", testRescueNoLeases},
+		{"RescueLeases", testRescueLeases},
+		{"OldestDue", testOldestDue},
 		{"Cancel", testCancel},
 		{"Retry", testRetry},
 		{"Resolve", testResolve},
 		{"NotFound", testNotFound},
 		{"ListPagination", testListPagination},
 		{"Sweep", testSweep},
+		{"SweepKeyReservations", testSweepKeyReservations},
+		{"SensitiveNames", testSensitiveNames},
+		{"Check", testCheck},
+		{"Close", testClose},
 		{"CountersMatchScan", testCountersMatchScan},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			tt.fn(t, open)
-		})
 	}
 }
 
@@ -116,17 +140,49 @@ func stats(t *testing.T, s Store) map[store.State]int64 {
 	return st
 }
 
-// claim claims exactly the job id from state st at now.
+// claim claims exactly the job id from state st at now, with no owner.
 func claim(t *testing.T, s Store, st store.State, id string, now time.Time) store.Claim {
 	t.Helper()
-	cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: st, Now: now, Limit: 1})
+	return claimFor(t, s, st, id, "", now)
+}
+
+// claimFor claims exactly the job id from state st at now for owner, and
+// checks the claim against the job it wrote.
+func claimFor(t *testing.T, s Store, st store.State, id, owner string, now time.Time) store.Claim {
+	t.Helper()
+	cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: st, Now: now, Limit: 1, Owner: owner})
 	if err != nil {
-		t.Fatalf("ClaimDue(%s): %v", st, err)
+		t.Fatalf("ClaimDue(%s, owner %q): %v", st, owner, err)
 	}
 	if len(cs) != 1 || cs[0].Job.ID != id {
 		t.Fatalf("ClaimDue(%s, %v, 1) = %d claims (%v); want job %s", st, now, len(cs), claimIDs(cs), id)
 	}
+	wantClaim(t, s, cs[0], owner)
 	return cs[0]
+}
+
+// wantClaim fails unless c is held by owner and carries the job as
+// stored: the claim's fence, attempt and owner are its job's.
+func wantClaim(t *testing.T, s Store, c store.Claim, owner string) {
+	t.Helper()
+	j := c.Job
+	if c.Owner != owner || j.Owner != owner || c.Fence != j.Fence || c.Attempt != j.Attempts || c.Fence == 0 {
+		t.Errorf("claim of %s: owner %q, fence %d, attempt %d; its job: owner %q, fence %d, attempts %d; want owner %q on both, the job's nonzero fence and its attempts",
+			j.Key, c.Owner, c.Fence, c.Attempt, j.Owner, j.Fence, j.Attempts, owner)
+	}
+	if stored := get(t, s, j.ID); !JobsEqual(stored, j) {
+		t.Errorf("claim of %s: its job differs from the stored one:\n claim  %+v\n stored %+v", j.Key, normalize(j), normalize(stored))
+	}
+}
+
+// register starts the lease of a new runner (a fresh id) at now.
+func register(t *testing.T, s Store, now time.Time, ttl time.Duration) store.RunnerInfo {
+	t.Helper()
+	r := store.RunnerInfo{ID: store.NewID(), Workers: 2, Host: "storetest", PID: 4242}
+	if err := s.Register(ctx, r, now, ttl); err != nil {
+		t.Fatalf("Register(%s): %v", r.ID, err)
+	}
+	return r
 }
 
 func claimIDs(cs []store.Claim) []string {
@@ -192,8 +248,16 @@ func finish(t *testing.T, s Store, id string, fence uint64, st store.State, now 
 
 // driveTo enqueues a job for key due at now and moves it into st through
 // the public operations only, as a runner and a person would. Claims are
-// made at now, so no other job of the store may be due earlier than now.
+// made at now with no owner, so no other job of the store may be due
+// earlier than now.
 func driveTo(t *testing.T, s Store, key string, st store.State, now time.Time) *store.Job {
+	t.Helper()
+	return driveFor(t, s, key, st, "", now)
+}
+
+// driveFor is driveTo with the claims made for owner, which must hold a
+// live lease at now.
+func driveFor(t *testing.T, s Store, key string, st store.State, owner string, now time.Time) *store.Job {
 	t.Helper()
 	j := enqueue(t, s, NewJob(key, now))
 	switch st {
@@ -205,14 +269,14 @@ func driveTo(t *testing.T, s Store, key string, st store.State, now time.Time) *
 		}
 		return get(t, s, j.ID)
 	}
-	c := claim(t, s, store.StatePending, j.ID, now)
+	c := claimFor(t, s, store.StatePending, j.ID, owner, now)
 	switch st {
 	case store.StateRunning:
 	case store.StateSucceeded, store.StateFailed, store.StateUnknown:
 		finish(t, s, j.ID, c.Fence, st, now)
 	case store.StateNeedsAttention:
 		finish(t, s, j.ID, c.Fence, store.StateUnknown, now)
-		c = claim(t, s, store.StateUnknown, j.ID, now)
+		c = claimFor(t, s, store.StateUnknown, j.ID, owner, now)
 		finish(t, s, j.ID, c.Fence, store.StateNeedsAttention, now)
 	default:
 		t.Fatalf("driveTo: unknown state %q", st)
