@@ -10,7 +10,6 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
-	"github.com/idemrun/idemrun/internal/fsutil"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -26,10 +25,6 @@ type CompactResult struct {
 
 // compactTxSize bounds the bytes copied per transaction into the new file.
 const compactTxSize = 64 << 20
-
-// compactBeforeRename, when set by a test, runs after the compacted copy
-// has been written and checked and before it replaces the file.
-var compactBeforeRename func()
 
 // Compact rewrites the database at path into a new file holding only its
 // live pages, checks the copy, and puts it in the file's place. bbolt never
@@ -146,14 +141,14 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	if err := lockExclusive(lk); err != nil {
 		return res, fmt.Errorf("store: compact %s: locking the copy: %w", path, err)
 	}
-	if compactBeforeRename != nil {
-		compactBeforeRename()
+	if o.CompactBeforeRename != nil {
+		o.CompactBeforeRename()
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return res, fmt.Errorf("store: compact %s: %w", path, err)
 	}
 	done = true
-	if err := fsutil.SyncDir(filepath.Dir(path)); err != nil {
+	if err := o.syncDir(filepath.Dir(path)); err != nil {
 		return res, fmt.Errorf("store: compact %s: the compacted file is in place, but syncing its directory failed: %w", path, err)
 	}
 	lk.Close()

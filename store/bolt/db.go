@@ -83,6 +83,16 @@ type Options struct {
 	// MaxSize, when positive, refuses commits that would grow the file
 	// beyond this many bytes (bbolt's Options.MaxSize).
 	MaxSize int
+	// SyncDir, when set, replaces the directory sync (fsutil.SyncDir) that
+	// a writable Open does before it takes writes and Compact does after
+	// its rename. A test and fault hook: tests count the syncs or fail one.
+	SyncDir func(dir string) error
+	// CompactBeforeRename, when set, is called by Compact after the
+	// compacted copy has been written and checked, while Compact holds
+	// the lock of the file and of the copy, just before the copy is
+	// renamed over the file. A test hook: tests start a concurrent Open
+	// there.
+	CompactBeforeRename func()
 
 	// replaced counts the opens given up because the file was replaced
 	// while they waited for its lock (Compact).
@@ -237,7 +247,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		// The file's directory entry is durable only once its directory
 		// is synced: a new file's, and one laid out by a process killed
 		// before it synced. A sync of a directory costs one fsync, once.
-		if err := syncDir(filepath.Dir(abs)); err != nil {
+		if err := o.syncDir(filepath.Dir(abs)); err != nil {
 			bdb.Close()
 			return nil, fmt.Errorf("store: open %s: syncing its directory: %w", path, err)
 		}
@@ -451,8 +461,14 @@ func openBolt(path string, mode fs.FileMode, bo *bbolt.Options) (db *bbolt.DB, e
 	return bbolt.Open(path, mode, bo)
 }
 
-// syncDir makes a directory's entries durable; a variable for tests.
-var syncDir = fsutil.SyncDir
+// syncDir makes a directory's entries durable: Options.SyncDir, or
+// fsutil.SyncDir.
+func (o *Options) syncDir(dir string) error {
+	if o.SyncDir != nil {
+		return o.SyncDir(dir)
+	}
+	return fsutil.SyncDir(dir)
+}
 
 // metaHead is what idemrun reads of one bbolt meta page before bbolt opens
 // the file. The layout is bbolt's on-disk format: a 16-byte page header,
