@@ -880,8 +880,8 @@ func TestUnexpandableKeyIsRefusedOrParked(t *testing.T) {
 	if j.StatusQueries > 1 {
 		t.Errorf("status queries = %d, want at most 1: the status URL cannot be built for this key, asking again cannot help (reason %q)", j.StatusQueries, j.Reason)
 	}
-	if !strings.Contains(j.Reason, "status-url") {
-		t.Errorf("reason = %q, want it to name the status-url", j.Reason)
+	if !strings.Contains(j.Reason, "status URL template") {
+		t.Errorf("reason = %q, want it to name the status URL template", j.Reason)
 	}
 	if got, want := ft.totalPosts(), 1; got != want {
 		t.Errorf("POSTs received = %d, want %d", got, want)
