@@ -348,11 +348,11 @@ func TestLostResponseWithoutStatusOrTTL(t *testing.T) {
 	runUntilIdle(t, c, baseConfig())
 
 	j := jobByKey(t, c, k)
-	if j.State != store.StateNeedsAttention {
-		t.Fatalf("state = %s, want needs_attention\n%s", j.State, describe(j))
+	if j.State != store.StateNeedsAttention || j.ID != job.ID {
+		t.Fatalf("job %s: state = %s, want job %s in needs_attention\n%s", j.ID, j.State, job.ID, describe(j))
 	}
-	if want := "idemrun resolve " + job.ID; !strings.Contains(j.Reason, want) {
-		t.Errorf("reason = %q, want it to contain %q", j.Reason, want)
+	if want := "a person must check with the target, then resolve the job as succeeded or failed"; !strings.Contains(j.Reason, want) || strings.Contains(j.Reason, "idemrun resolve") {
+		t.Errorf("reason = %q, want it to contain %q and name no CLI command (the CLI adds it)", j.Reason, want)
 	}
 	if got, want := ft.totalPosts(), 1; got != want {
 		t.Errorf("POSTs received = %d, want %d", got, want)
