@@ -42,7 +42,7 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	start := time.Now()
 	var res CompactResult
 	if !compactSupported {
-		return res, fmt.Errorf("store: compact %s: not supported on this platform (it renames the copy over the open file, which needs Unix semantics); copy the jobs with `idemrun backup` instead", path)
+		return res, fmt.Errorf("store: compact %s: %w on this platform (it renames the copy over the open file, which needs Unix semantics); copy the jobs with Backup instead", path, errors.ErrUnsupported)
 	}
 	var o Options
 	if opts != nil {
@@ -80,7 +80,7 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fi.Mode().Perm())
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return res, fmt.Errorf("store: compact %s: %s exists, left by an interrupted compact; the database itself was not touched: remove %s and run compact again", path, tmp, tmp)
+			return res, fmt.Errorf("store: compact %s: %s exists, left by an interrupted compact; the database itself was not touched: remove %s, then compact again", path, tmp, tmp)
 		}
 		return res, fmt.Errorf("store: compact %s: %w", path, err)
 	}
@@ -93,7 +93,7 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	f.Close()
 	if err != nil {
 		os.Remove(tmp)
-		return res, fmt.Errorf("store: compact %s: giving the copy the file's owner and mode: %w; run compact as the file's owner", path, err)
+		return res, fmt.Errorf("store: compact %s: giving the copy the file's owner and mode: %w; compact it as the file's owner", path, err)
 	}
 	done := false
 	defer func() {
@@ -126,7 +126,7 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	}
 	if err := checkCompacted(tmp, before); err != nil {
 		if rep, serr := src.Check(); serr != nil || !rep.OK() {
-			return res, fmt.Errorf("store: compact %s: the database itself has problems (%v); it was not touched: run `idemrun check %s`", path, err, path)
+			return res, fileErr(path, FileDamaged, fmt.Errorf("store: compact %s: the database itself has problems (%v); it was not touched: Check reports the damage", path, err))
 		}
 		return res, fmt.Errorf("store: compact %s: the copy failed its check, the database was not touched: %w", path, err)
 	}
