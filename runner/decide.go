@@ -296,13 +296,14 @@ func (r *Runner) stop(j *store.Job, now time.Time, why string) {
 
 // park ends automatic work on a job that may have taken effect: it goes to
 // needs_attention with a reason that says what happened, what a person
-// should do (action; default "check with the target") and the command that
-// records their answer.
+// must do (action; default "check with the target") and that they then
+// resolve the job (store.Jobs.Resolve). How they resolve it is the
+// caller's to say: the CLI adds its command where it shows the job.
 func (r *Runner) park(j *store.Job, now time.Time, why, action string) {
 	if action == "" {
 		action = "check with the target"
 	}
-	r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("%s; %s, then `idemrun resolve %s --as succeeded|failed --note ...`", why, action, j.ID))
+	r.end(j, now, store.StateNeedsAttention, fmt.Sprintf("%s; a person must %s, then resolve the job as succeeded or failed", why, action))
 }
 
 func (r *Runner) end(j *store.Job, now time.Time, s store.State, reason string) {

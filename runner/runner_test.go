@@ -122,7 +122,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 				got := getJob(t, db, j.ID)
 				wantState(t, got, tt.wantState)
 				if tt.wantState == store.StateNeedsAttention {
-					wantContains(t, "reason", got.Reason, "idemrun resolve "+got.ID)
+					wantParkedReason(t, got.Reason)
 				}
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -331,6 +332,25 @@ func wantContains(t *testing.T, what, s string, subs ...string) {
 		if !strings.Contains(s, sub) {
 			t.Errorf("%s = %q, want it to contain %q", what, s, sub)
 		}
+	}
+}
+
+// parkedFor is what the reason of every job the runner parks for a person
+// ends with. It says what is left to do in the store's terms; the CLI adds
+// its resolve command where it shows the job.
+const parkedFor = "then resolve the job as succeeded or failed"
+
+// cliWords are the CLI's commands and flags, and the backquotes its
+// commands are quoted in.
+var cliWords = regexp.MustCompile("`|--[a-z]|idemrun (backup|bench|cancel|check|compact|demo|enqueue|list|resolve|retry|run|show|stats|watch)\\b")
+
+// wantParkedReason checks that a needs_attention job's reason says a
+// person must act and resolve the job, and names no CLI command or flag.
+func wantParkedReason(t *testing.T, reason string, subs ...string) {
+	t.Helper()
+	wantContains(t, "reason", reason, append(subs, "a person must", parkedFor)...)
+	if w := cliWords.FindString(reason); w != "" {
+		t.Errorf("reason = %q names the CLI (%q); want the runner's own terms", reason, w)
 	}
 }
 

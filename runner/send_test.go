@@ -90,7 +90,7 @@ func TestTransportOutcomes(t *testing.T) {
 			wantState:  store.StateNeedsAttention,
 			wantClass:  runner.ClassUnknown,
 			wantN:      1,
-			wantReason: []string{"timed out after sending", "attempt timeout 100ms", "idemrun resolve"},
+			wantReason: []string{"timed out after sending", "attempt timeout 100ms", "a person must", parkedFor},
 		},
 		{
 			name: "reset after the request arrived",
@@ -102,7 +102,7 @@ func TestTransportOutcomes(t *testing.T) {
 			wantState:  store.StateNeedsAttention,
 			wantClass:  runner.ClassUnknown,
 			wantN:      1,
-			wantReason: []string{"after sending", "idemrun resolve"},
+			wantReason: []string{"after sending", "a person must", parkedFor},
 		},
 		{
 			name:   "invalid header value",
@@ -164,6 +164,9 @@ func TestTransportOutcomes(t *testing.T) {
 				t.Errorf("may-have-effect = %v, want %v", got.MayHaveEffect, tt.wantClass == runner.ClassUnknown)
 			}
 			wantContains(t, "reason", got.Reason, tt.wantReason...)
+			if w := cliWords.FindString(got.Reason); w != "" {
+				t.Errorf("reason = %q names the CLI (%q); want the runner's own terms", got.Reason, w)
+			}
 		})
 	}
 }

@@ -95,7 +95,7 @@ type HTTPChecker struct {
 func (c *HTTPChecker) Check(ctx context.Context, q Query) Answer {
 	statusURL, err := Expand(q.Template, q.Key, q.JobID)
 	if err != nil {
-		return Answer{Outcome: NoAnswer, Detail: "unusable status-url", Err: err}
+		return Answer{Outcome: NoAnswer, Detail: "unusable status URL template", Err: err}
 	}
 	timeout := c.timeout()
 	qctx, cancel := context.WithTimeout(ctx, timeout)
@@ -103,7 +103,7 @@ func (c *HTTPChecker) Check(ctx context.Context, q Query) Answer {
 
 	req, err := http.NewRequestWithContext(qctx, http.MethodGet, statusURL, nil)
 	if err != nil {
-		return Answer{Outcome: NoAnswer, Detail: "unusable status-url",
+		return Answer{Outcome: NoAnswer, Detail: "unusable status URL template",
 			Err: fmt.Errorf("statusquery: build status request: %w", err)}
 	}
 	req.Header.Set("Accept", "application/json")

@@ -329,8 +329,8 @@ func TestHTTPCheckerUnusableTemplate(t *testing.T) {
 		{statusquery.Query{Key: "k", JobID: "..", Template: "https://h/jobs/{id}"}, statusquery.ErrInvalidValue},
 	} {
 		a := c.Check(context.Background(), tc.q)
-		if a.Outcome != statusquery.NoAnswer || a.Detail != "unusable status-url" || !errors.Is(a.Err, tc.want) {
-			t.Errorf("Check(%+v) = {%q %q err=%v}; want {no_answer \"unusable status-url\" err=%v}", tc.q, a.Outcome, a.Detail, a.Err, tc.want)
+		if a.Outcome != statusquery.NoAnswer || a.Detail != "unusable status URL template" || !errors.Is(a.Err, tc.want) {
+			t.Errorf("Check(%+v) = {%q %q err=%v}; want {no_answer \"unusable status URL template\" err=%v}", tc.q, a.Outcome, a.Detail, a.Err, tc.want)
 		}
 	}
 	if n := calls.Load(); n != 0 {

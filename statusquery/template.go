@@ -13,11 +13,11 @@ const MaxTemplateLen = 2048
 
 // ErrInvalidTemplate is matched (errors.Is) by every error about an unusable
 // status URL template.
-var ErrInvalidTemplate = errors.New("statusquery: invalid status-url")
+var ErrInvalidTemplate = errors.New("statusquery: invalid status URL template")
 
 // ErrInvalidValue is matched (errors.Is) by every error about a key or job id
 // that cannot be placed into a status URL.
-var ErrInvalidValue = errors.New("statusquery: value cannot be placed in status-url")
+var ErrInvalidValue = errors.New("statusquery: value cannot be placed in the status URL template")
 
 // acceptedTemplate tells the user what a good template looks like.
 const acceptedTemplate = "accepted: an absolute http or https URL of at most 2048 ASCII bytes " +
@@ -33,9 +33,10 @@ type TemplateError struct {
 	Reason string
 }
 
-// Error names the field, the problem and what is accepted.
+// Error names the template (not its text), the problem and what is
+// accepted.
 func (e *TemplateError) Error() string {
-	return "statusquery: status-url " + e.Reason + "; " + acceptedTemplate
+	return "statusquery: status URL template " + e.Reason + "; " + acceptedTemplate
 }
 
 // Unwrap returns ErrInvalidTemplate.
@@ -51,7 +52,7 @@ type ValueError struct {
 
 // Error names the placeholder and the problem.
 func (e *ValueError) Error() string {
-	return "statusquery: cannot expand " + e.Placeholder + " in status-url: " + e.Reason
+	return "statusquery: cannot expand " + e.Placeholder + " in the status URL template: " + e.Reason
 }
 
 // Unwrap returns ErrInvalidValue.

@@ -76,7 +76,7 @@ func TestValidateTemplate(t *testing.T) {
 			continue
 		}
 		msg := err.Error()
-		if !strings.Contains(msg, tc.reason) || !strings.HasPrefix(msg, "statusquery: status-url ") ||
+		if !strings.Contains(msg, tc.reason) || !strings.HasPrefix(msg, "statusquery: status URL template ") ||
 			!strings.Contains(msg, "accepted: an absolute http or https URL") {
 			t.Errorf("ValidateTemplate(%.60q) = %q; want the field, %q and what is accepted", tc.template, msg, tc.reason)
 		}
@@ -132,9 +132,9 @@ func TestExpandRefusesValues(t *testing.T) {
 		template, key, id string
 		reason            string
 	}{
-		{"https://h/ops/{key}", "", "j", "cannot expand {key} in status-url: the key is empty"},
+		{"https://h/ops/{key}", "", "j", "cannot expand {key} in the status URL template: the key is empty"},
 		{"https://h/ops?k={key}", "", "j", "the key is empty"},
-		{"https://h/ops/{id}", "k", "", "cannot expand {id} in status-url: the job id is empty"},
+		{"https://h/ops/{id}", "k", "", "cannot expand {id} in the status URL template: the job id is empty"},
 		{"https://h/ops/{key}", ".", "j", `the key is ".", which path normalization would remove`},
 		{"https://h/ops/{key}/x", "..", "j", `the key is ".."`},
 		{"https://h/ops/{id}", "k", "..", `the job id is ".."`},

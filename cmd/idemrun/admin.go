@@ -90,6 +90,9 @@ func (m *Main) compact(ctx context.Context, args []string) error {
 		if errors.Is(err, bolt.ErrLocked) {
 			return fmt.Errorf("compact: %w; compact needs the file to itself: stop the runner and any other idemrun process using %s, then run compact again", err, path)
 		}
+		if errors.Is(err, errors.ErrUnsupported) {
+			return fmt.Errorf("compact: %w; %s", err, compactUnsupportedHint)
+		}
 		return fmt.Errorf("compact: %w", err)
 	}
 	if *asJSON {
@@ -116,7 +119,7 @@ func (m *Main) check(ctx context.Context, args []string) error {
 		if errors.Is(err, bolt.ErrLocked) {
 			return fmt.Errorf("%w; check a copy instead: idemrun backup COPY && idemrun check COPY", err)
 		}
-		fmt.Fprintf(m.Stdout, "check: %s: FAILED to open: %v\n", path, err)
+		fmt.Fprintf(m.Stdout, "check: %s: FAILED to open: %s\n", path, checkOpenHint(err))
 		return &silentError{code: exitFailure}
 	}
 	defer c.Close()
@@ -164,7 +167,7 @@ func (m *Main) watch(ctx context.Context, args []string) error {
 			}
 			// Later refreshes report and go on (a runner restarting holds
 			// the file for a moment before its socket is up).
-			fmt.Fprintf(m.Stderr, "idemrun watch: %v\n", err)
+			fmt.Fprintf(m.Stderr, "idemrun watch: %s\n", withHint(err))
 			if !watchWait(ctx, *interval) {
 				return nil
 			}

@@ -121,18 +121,18 @@ func (m *Main) report(err error) int {
 	case errors.As(err, &se):
 		return se.code
 	case errors.As(err, &ue), errors.Is(err, api.ErrInvalid):
-		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
+		fmt.Fprintf(m.Stderr, "idemrun: %s\n", withHint(err))
 		return exitUsage
 	case errors.Is(err, bolt.ErrNotDatabase), errors.Is(err, bolt.ErrNewerSchema), errors.Is(err, bolt.ErrLocked):
 		// Bad input in the foundation issue's list: a path that is not an
 		// idemrun database, or one another process holds (nothing written).
-		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
+		fmt.Fprintf(m.Stderr, "idemrun: %s\n", withHint(err))
 		return exitUsage
 	case errors.Is(err, api.ErrOutcomeUnknown):
-		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
+		fmt.Fprintf(m.Stderr, "idemrun: %s\n", withHint(err))
 		return exitUnknown
 	default:
-		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
+		fmt.Fprintf(m.Stderr, "idemrun: %s\n", withHint(err))
 		return exitFailure
 	}
 }

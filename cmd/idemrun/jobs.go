@@ -733,6 +733,9 @@ func renderJob(w io.Writer, j *api.Job) error {
 	if j.Reason != "" {
 		p("reason", "%s", printable(j.Reason))
 	}
+	if h := resolveHint(j); h != "" {
+		p("resolve with", "%s", h)
+	}
 	p("request", "%s %s (%d body bytes)", printable(j.Method), printable(j.URL), j.BodySize)
 	for _, h := range j.Headers {
 		p("  header", "%s: %s", printable(h.Name), printable(h.Value))

@@ -348,11 +348,11 @@ func TestLostResponseWithoutStatusOrTTL(t *testing.T) {
 	runUntilIdle(t, c, baseConfig())
 
 	j := jobByKey(t, c, k)
-	if j.State != store.StateNeedsAttention {
-		t.Fatalf("state = %s, want needs_attention\n%s", j.State, describe(j))
+	if j.State != store.StateNeedsAttention || j.ID != job.ID {
+		t.Fatalf("job %s: state = %s, want job %s in needs_attention\n%s", j.ID, j.State, job.ID, describe(j))
 	}
-	if want := "idemrun resolve " + job.ID; !strings.Contains(j.Reason, want) {
-		t.Errorf("reason = %q, want it to contain %q", j.Reason, want)
+	if want := "a person must check with the target, then resolve the job as succeeded or failed"; !strings.Contains(j.Reason, want) || strings.Contains(j.Reason, "idemrun resolve") {
+		t.Errorf("reason = %q, want it to contain %q and name no CLI command (the CLI adds it)", j.Reason, want)
 	}
 	if got, want := ft.totalPosts(), 1; got != want {
 		t.Errorf("POSTs received = %d, want %d", got, want)
@@ -880,8 +880,8 @@ func TestUnexpandableKeyIsRefusedOrParked(t *testing.T) {
 	if j.StatusQueries > 1 {
 		t.Errorf("status queries = %d, want at most 1: the status URL cannot be built for this key, asking again cannot help (reason %q)", j.StatusQueries, j.Reason)
 	}
-	if !strings.Contains(j.Reason, "status-url") {
-		t.Errorf("reason = %q, want it to name the status-url", j.Reason)
+	if !strings.Contains(j.Reason, "status URL template") {
+		t.Errorf("reason = %q, want it to name the status URL template", j.Reason)
 	}
 	if got, want := ft.totalPosts(), 1; got != want {
 		t.Errorf("POSTs received = %d, want %d", got, want)

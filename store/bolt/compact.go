@@ -10,7 +10,6 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
-	"github.com/idemrun/idemrun/internal/fsutil"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -26,10 +25,6 @@ type CompactResult struct {
 
 // compactTxSize bounds the bytes copied per transaction into the new file.
 const compactTxSize = 64 << 20
-
-// compactBeforeRename, when set by a test, runs after the compacted copy
-// has been written and checked and before it replaces the file.
-var compactBeforeRename func()
 
 // Compact rewrites the database at path into a new file holding only its
 // live pages, checks the copy, and puts it in the file's place. bbolt never
@@ -47,7 +42,7 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	start := time.Now()
 	var res CompactResult
 	if !compactSupported {
-		return res, fmt.Errorf("store: compact %s: not supported on this platform (it renames the copy over the open file, which needs Unix semantics); copy the jobs with `idemrun backup` instead", path)
+		return res, fmt.Errorf("store: compact %s: %w on this platform (it renames the copy over the open file, which needs Unix semantics); copy the jobs with Backup instead", path, errors.ErrUnsupported)
 	}
 	var o Options
 	if opts != nil {
@@ -85,7 +80,7 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fi.Mode().Perm())
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return res, fmt.Errorf("store: compact %s: %s exists, left by an interrupted compact; the database itself was not touched: remove %s and run compact again", path, tmp, tmp)
+			return res, fmt.Errorf("store: compact %s: %s exists, left by an interrupted compact; the database itself was not touched: remove %s, then compact again", path, tmp, tmp)
 		}
 		return res, fmt.Errorf("store: compact %s: %w", path, err)
 	}
@@ -98,7 +93,7 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	f.Close()
 	if err != nil {
 		os.Remove(tmp)
-		return res, fmt.Errorf("store: compact %s: giving the copy the file's owner and mode: %w; run compact as the file's owner", path, err)
+		return res, fmt.Errorf("store: compact %s: giving the copy the file's owner and mode: %w; compact it as the file's owner", path, err)
 	}
 	done := false
 	defer func() {
@@ -131,7 +126,7 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	}
 	if err := checkCompacted(tmp, before); err != nil {
 		if rep, serr := src.Check(); serr != nil || !rep.OK() {
-			return res, fmt.Errorf("store: compact %s: the database itself has problems (%v); it was not touched: run `idemrun check %s`", path, err, path)
+			return res, fileErr(path, FileDamaged, fmt.Errorf("store: compact %s: the database itself has problems (%v); it was not touched: Check reports the damage", path, err))
 		}
 		return res, fmt.Errorf("store: compact %s: the copy failed its check, the database was not touched: %w", path, err)
 	}
@@ -146,14 +141,14 @@ func Compact(path string, opts *Options) (CompactResult, error) {
 	if err := lockExclusive(lk); err != nil {
 		return res, fmt.Errorf("store: compact %s: locking the copy: %w", path, err)
 	}
-	if compactBeforeRename != nil {
-		compactBeforeRename()
+	if o.CompactBeforeRename != nil {
+		o.CompactBeforeRename()
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return res, fmt.Errorf("store: compact %s: %w", path, err)
 	}
 	done = true
-	if err := fsutil.SyncDir(filepath.Dir(path)); err != nil {
+	if err := o.syncDir(filepath.Dir(path)); err != nil {
 		return res, fmt.Errorf("store: compact %s: the compacted file is in place, but syncing its directory failed: %w", path, err)
 	}
 	lk.Close()

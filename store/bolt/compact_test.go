@@ -197,7 +197,7 @@ func TestOpenDuringCompactUsesTheNewFile(t *testing.T) {
 	}
 	got := make(chan opened, 1)
 	started := make(chan struct{})
-	reset := bolt.SetCompactBeforeRename(func() {
+	beforeRename := func() {
 		go func() {
 			close(started)
 			db, err := bolt.Open(path, &bolt.Options{LockTimeout: 10 * time.Second})
@@ -212,9 +212,8 @@ func TestOpenDuringCompactUsesTheNewFile(t *testing.T) {
 			got <- o
 		default:
 		}
-	})
-	defer reset()
-	if _, err := bolt.Compact(path, nil); err != nil {
+	}
+	if _, err := bolt.Compact(path, &bolt.Options{CompactBeforeRename: beforeRename}); err != nil {
 		t.Fatal(err)
 	}
 	var o opened

@@ -83,6 +83,16 @@ type Options struct {
 	// MaxSize, when positive, refuses commits that would grow the file
 	// beyond this many bytes (bbolt's Options.MaxSize).
 	MaxSize int
+	// SyncDir, when set, replaces the directory sync (fsutil.SyncDir) that
+	// a writable Open does before it takes writes and Compact does after
+	// its rename. A test and fault hook: tests count the syncs or fail one.
+	SyncDir func(dir string) error
+	// CompactBeforeRename, when set, is called by Compact after the
+	// compacted copy has been written and checked, while Compact holds
+	// the lock of the file and of the copy, just before the copy is
+	// renamed over the file. A test hook: tests start a concurrent Open
+	// there.
+	CompactBeforeRename func()
 
 	// replaced counts the opens given up because the file was replaced
 	// while they waited for its lock (Compact).
@@ -152,13 +162,13 @@ func Open(path string, opts *Options) (*DB, error) {
 	existed := err == nil
 	switch {
 	case err == nil && fi.IsDir():
-		return nil, fmt.Errorf("%w: %s is a directory; give a database file path (--db FILE)", ErrNotDatabase, path)
+		return nil, fileErr(path, FileIsDirectory, fmt.Errorf("%w: %s is a directory, not a database file", ErrNotDatabase, path))
 	case err == nil && fi.Size() > 0 && fi.Size() < 4096*2:
-		return nil, fmt.Errorf("%w: %s is %d bytes, too small to be a bbolt file; check the path or run `idemrun check %s`", ErrNotDatabase, path, fi.Size(), path)
+		return nil, fileErr(path, FileDamaged, fmt.Errorf("%w: %s is %d bytes, too small to be a bbolt file; check the path", ErrNotDatabase, path, fi.Size()))
 	case err == nil && fi.Size() == 0 && (o.MustExist || o.ReadOnly):
-		return nil, fmt.Errorf("%w: %s is empty (0 bytes), not an idemrun database; check the path, or enqueue a job to lay it out", ErrNotDatabase, path)
+		return nil, fileErr(path, FileEmpty, fmt.Errorf("%w: %s is empty (0 bytes), not yet an idemrun database; check the path", ErrNotDatabase, path))
 	case err != nil && errors.Is(err, fs.ErrNotExist) && (o.MustExist || o.ReadOnly):
-		return nil, fmt.Errorf("%w: %s does not exist (enqueue a job to create it, or pass --db FILE)", ErrNoDatabase, path)
+		return nil, fmt.Errorf("%w: %s does not exist", ErrNoDatabase, path)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -198,11 +208,11 @@ func Open(path string, opts *Options) (*DB, error) {
 		case errors.Is(err, bolterrors.ErrTimeout):
 			return nil, fmt.Errorf("%w: %s is held by another process after waiting %s (%s); stop it, or talk to it through its admin socket", ErrLocked, path, o.LockTimeout, lockHolder(path))
 		case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch), errors.Is(err, bolterrors.ErrChecksum):
-			return nil, fmt.Errorf("%w: %s: %v; run `idemrun check %s` to diagnose", ErrNotDatabase, path, err, path)
+			return nil, fileErr(path, FileDamaged, fmt.Errorf("%w: %s: %v: the file is not a bbolt file, or a damaged one", ErrNotDatabase, path, err))
 		case errors.Is(err, store.ErrCorrupt):
 			return nil, err
 		default:
-			return nil, fmt.Errorf("store: open %s: %w; run `idemrun check %s` to diagnose", path, err, path)
+			return nil, fileErr(path, FileDamaged, fmt.Errorf("store: open %s: %w", path, err))
 		}
 	}
 
@@ -237,7 +247,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		// The file's directory entry is durable only once its directory
 		// is synced: a new file's, and one laid out by a process killed
 		// before it synced. A sync of a directory costs one fsync, once.
-		if err := syncDir(filepath.Dir(abs)); err != nil {
+		if err := o.syncDir(filepath.Dir(abs)); err != nil {
 			bdb.Close()
 			return nil, fmt.Errorf("store: open %s: syncing its directory: %w", path, err)
 		}
@@ -275,7 +285,7 @@ func (db *DB) init() error {
 		}
 		for _, b := range [][]byte{bucketJobs, bucketKeys, bucketIndex} {
 			if tx.Bucket(b) == nil {
-				return false, fmt.Errorf("%w: %s lacks bucket %q; run `idemrun check %s`", ErrNotDatabase, db.path, b, db.path)
+				return false, fileErr(db.path, FileDamaged, fmt.Errorf("%w: %s lacks bucket %q: the file is damaged", ErrNotDatabase, db.path, b))
 			}
 		}
 		return false, nil
@@ -296,15 +306,15 @@ func (db *DB) init() error {
 	// one, and the jobs are where this tree cannot reach them: laying out
 	// a fresh database would hide them for good.
 	if n := jobRecordsIn(db.path, db.bolt.Info().PageSize); n > 0 {
-		return fmt.Errorf("%w: %s: its tree is empty, but %d job records are in its pages: the newest meta page is damaged and bbolt fell back to an older, empty one; restore from a backup (run `idemrun check %s`)", store.ErrCorrupt, db.path, n, db.path)
+		return fileErr(db.path, FileDamaged, fmt.Errorf("%w: %s: its tree is empty, but %d job records are in its pages: the newest meta page is damaged and bbolt fell back to an older, empty one; restore from a backup", store.ErrCorrupt, db.path, n))
 	}
 	if db.opts.ReadOnly {
-		return fmt.Errorf("%w: %s is empty", ErrNotDatabase, db.path)
+		return fileErr(db.path, FileEmpty, fmt.Errorf("%w: %s is empty", ErrNotDatabase, db.path))
 	}
 	if db.opts.MustExist {
 		// Only a command that may create the file lays it out: a read
 		// or an admin command leaves an empty file as it found it.
-		return fmt.Errorf("%w: %s is an empty bbolt file, not yet an idemrun database (enqueue a job to lay it out)", ErrNotDatabase, db.path)
+		return fileErr(db.path, FileEmpty, fmt.Errorf("%w: %s is an empty bbolt file, not yet an idemrun database", ErrNotDatabase, db.path))
 	}
 	return db.update(func(tx *bbolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
@@ -410,7 +420,7 @@ func (db *DB) read(fn func(tx *bbolt.Tx) error) (err error) {
 	defer db.recoverCorrupt(&err)
 	err = db.bolt.View(fn)
 	if errors.Is(err, ErrCorruptRecord) {
-		err = fmt.Errorf("%w (in %s); run `idemrun check %s`", err, db.path, db.path)
+		err = fileErr(db.path, FileDamaged, fmt.Errorf("%w (in %s); Check reports the damage", err, db.path))
 	}
 	return err
 }
@@ -437,7 +447,7 @@ func (db *DB) recoverCorrupt(err *error) {
 			*err = fmt.Errorf("store: a function of the caller's panicked inside a transaction on %s (the file is not damaged; nothing of that transaction was committed): %v\n%s", db.path, cp.v, cp.stack)
 			return
 		}
-		*err = fmt.Errorf("%w: %s: %v; run `idemrun check %s`, restore from a backup", store.ErrCorrupt, db.path, r, db.path)
+		*err = fileErr(db.path, FileDamaged, fmt.Errorf("%w: %s: %v; Check reports the damage, a backup restores what is lost", store.ErrCorrupt, db.path, r))
 	}
 }
 
@@ -469,14 +479,20 @@ func inCaller(fn func()) {
 func openBolt(path string, mode fs.FileMode, bo *bbolt.Options) (db *bbolt.DB, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			db, err = nil, fmt.Errorf("%w: %s: %v; run `idemrun check %s`, restore from a backup", store.ErrCorrupt, path, r, path)
+			db, err = nil, fileErr(path, FileDamaged, fmt.Errorf("%w: %s: %v; restore from a backup", store.ErrCorrupt, path, r))
 		}
 	}()
 	return bbolt.Open(path, mode, bo)
 }
 
-// syncDir makes a directory's entries durable; a variable for tests.
-var syncDir = fsutil.SyncDir
+// syncDir makes a directory's entries durable: Options.SyncDir, or
+// fsutil.SyncDir.
+func (o *Options) syncDir(dir string) error {
+	if o.SyncDir != nil {
+		return o.SyncDir(dir)
+	}
+	return fsutil.SyncDir(dir)
+}
 
 // metaHead is what idemrun reads of one bbolt meta page before bbolt opens
 // the file. The layout is bbolt's on-disk format: a 16-byte page header,
@@ -615,7 +631,7 @@ func checkTruncated(path string, size int64) error {
 		need = max(need, m.hwm*m.pageSize)
 	}
 	if need > size {
-		return fmt.Errorf("%w: %s is truncated: %d bytes, its header says %d; restore from a backup", store.ErrCorrupt, path, size, need)
+		return fileErr(path, FileDamaged, fmt.Errorf("%w: %s is truncated: %d bytes, its header says %d; restore from a backup", store.ErrCorrupt, path, size, need))
 	}
 	return nil
 }

@@ -4,22 +4,21 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+
+	"github.com/idemrun/idemrun/internal/fsutil"
 )
 
 // A process lays the file out and dies before its directory sync (here:
 // the sync fails, so its Open never returned). The next Open finds a laid
 // out file and syncs the directory before it acknowledges a write.
 func TestLaidOutFileDirSyncedAtNextOpen(t *testing.T) {
-	old := syncDir
-	defer func() { syncDir = old }()
 	path := filepath.Join(t.TempDir(), "n.db")
-	syncDir = func(string) error { return errors.New("killed before the directory sync") }
-	if _, err := Open(path, nil); err == nil {
+	killed := &Options{SyncDir: func(string) error { return errors.New("killed before the directory sync") }}
+	if _, err := Open(path, killed); err == nil {
 		t.Fatal("want the first Open to fail")
 	}
 	var synced int
-	syncDir = func(dir string) error { synced++; return old(dir) }
-	db, err := Open(path, nil)
+	db, err := Open(path, &Options{SyncDir: func(dir string) error { synced++; return fsutil.SyncDir(dir) }})
 	if err != nil {
 		t.Fatal(err)
 	}

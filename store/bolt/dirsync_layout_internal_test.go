@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/idemrun/idemrun/internal/fsutil"
 )
 
 // A file left empty (0 bytes) by a process killed between creating it and
@@ -12,15 +14,13 @@ import (
 // layout does.
 func TestEmptyExistingFileLaidOutSyncsDir(t *testing.T) {
 	var synced []string
-	old := syncDir
-	syncDir = func(dir string) error { synced = append(synced, dir); return old(dir) }
-	defer func() { syncDir = old }()
+	opts := &Options{SyncDir: func(dir string) error { synced = append(synced, dir); return fsutil.SyncDir(dir) }}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "new.db")
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	db, err := Open(path, nil)
+	db, err := Open(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/idemrun/idemrun/internal/fsutil"
 )
 
 // A database file is written only after its directory is synced: until
@@ -14,17 +16,15 @@ import (
 func TestWritableOpenSyncsTheDirectory(t *testing.T) {
 	var mu sync.Mutex
 	var synced []string
-	old := syncDir
-	syncDir = func(dir string) error {
+	record := func(dir string) error {
 		mu.Lock()
 		synced = append(synced, dir)
 		mu.Unlock()
-		return old(dir)
+		return fsutil.SyncDir(dir)
 	}
-	defer func() { syncDir = old }()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "new.db")
-	db, err := Open(path, nil)
+	db, err := Open(path, &Options{SyncDir: record})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestWritableOpenSyncsTheDirectory(t *testing.T) {
 	if len(synced) != 1 || synced[0] != dir {
 		t.Fatalf("creating %s synced %v; want its directory once", path, synced)
 	}
-	db, err = Open(path, nil)
+	db, err = Open(path, &Options{SyncDir: record})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestWritableOpenSyncsTheDirectory(t *testing.T) {
 	if len(synced) != 2 || synced[1] != dir {
 		t.Errorf("reopening the file synced %v; want its directory again", synced)
 	}
-	db, err = Open(path, &Options{ReadOnly: true})
+	db, err = Open(path, &Options{ReadOnly: true, SyncDir: record})
 	if err != nil {
 		t.Fatal(err)
 	}

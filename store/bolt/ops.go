@@ -76,7 +76,7 @@ func addCounter(meta *bbolt.Bucket, s store.State, delta int64) error {
 	}
 	n += delta
 	if n < 0 {
-		return fatal(fmt.Errorf("store: counter %s would go negative; run `idemrun check`", s))
+		return fatal(fileErr(meta.Tx().DB().Path(), FileDamaged, fmt.Errorf("store: counter %s would go negative: the counters disagree with the jobs; Check reports the damage", s)))
 	}
 	v := make([]byte, 8)
 	binary.BigEndian.PutUint64(v, uint64(n))

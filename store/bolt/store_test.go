@@ -290,24 +290,31 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// problem is the FileError's Problem, 0 for none: a file of another
+	// program or a newer idemrun is not damaged, a missing one is
+	// ErrNoDatabase alone.
 	cases := []struct {
-		name string
-		path string
-		opts *bolt.Options
-		want error
+		name    string
+		path    string
+		opts    *bolt.Options
+		want    error
+		problem bolt.FileProblem
 	}{
-		{"directory", subdir, nil, bolt.ErrNotDatabase},
-		{"small random file", write("small", random(100)), nil, bolt.ErrNotDatabase},
-		{"large random file", write("large", random(64<<10)), nil, bolt.ErrNotDatabase},
-		{"zeros", write("zeros", make([]byte, 32<<10)), nil, bolt.ErrNotDatabase},
+		{"directory", subdir, nil, bolt.ErrNotDatabase, bolt.FileIsDirectory},
+		{"small random file", write("small", random(100)), nil, bolt.ErrNotDatabase, bolt.FileDamaged},
+		{"large random file", write("large", random(64<<10)), nil, bolt.ErrNotDatabase, bolt.FileDamaged},
+		{"zeros", write("zeros", make([]byte, 32<<10)), nil, bolt.ErrNotDatabase, bolt.FileDamaged},
 		{"other program's bbolt file", boltFile("other.db", func(tx *bbolt.Tx) error {
 			_, err := tx.CreateBucket([]byte("foo"))
 			return err
-		}), nil, bolt.ErrNotDatabase},
-		{"meta bucket of another app", boltFile("otherapp.db", schema(bolt.SchemaVersion, "someapp")), nil, bolt.ErrNotDatabase},
-		{"newer schema", boltFile("newer.db", schema(bolt.SchemaVersion+1, "idemrun")), nil, bolt.ErrNewerSchema},
-		{"missing, must exist", filepath.Join(dir, "missing.db"), &bolt.Options{MustExist: true}, bolt.ErrNoDatabase},
-		{"missing, read-only", filepath.Join(dir, "missing2.db"), &bolt.Options{ReadOnly: true}, bolt.ErrNoDatabase},
+		}), nil, bolt.ErrNotDatabase, 0},
+		{"meta bucket of another app", boltFile("otherapp.db", schema(bolt.SchemaVersion, "someapp")), nil, bolt.ErrNotDatabase, 0},
+		{"newer schema", boltFile("newer.db", schema(bolt.SchemaVersion+1, "idemrun")), nil, bolt.ErrNewerSchema, 0},
+		{"missing, must exist", filepath.Join(dir, "missing.db"), &bolt.Options{MustExist: true}, bolt.ErrNoDatabase, 0},
+		{"missing, read-only", filepath.Join(dir, "missing2.db"), &bolt.Options{ReadOnly: true}, bolt.ErrNoDatabase, 0},
+		{"empty, must exist", write("empty.db", nil), &bolt.Options{MustExist: true}, bolt.ErrNotDatabase, bolt.FileEmpty},
+		{"empty, read-only", write("empty2.db", nil), &bolt.Options{ReadOnly: true}, bolt.ErrNotDatabase, bolt.FileEmpty},
+		{"empty bbolt file, must exist", boltFile("emptybolt.db", func(*bbolt.Tx) error { return nil }), &bolt.Options{MustExist: true}, bolt.ErrNotDatabase, bolt.FileEmpty},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -322,6 +329,14 @@ func TestOpenErrors(t *testing.T) {
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.path) {
 				t.Errorf("Open(%s) err = %v; want errors.Is %v, naming the path", tc.name, err, tc.want)
 			}
+			fe, ok := errors.AsType[*bolt.FileError](err)
+			switch {
+			case tc.problem == 0 && ok:
+				t.Errorf("Open(%s) err = %v; a FileError (%s), want none", tc.name, err, fe.Problem)
+			case tc.problem != 0 && (!ok || fe.Problem != tc.problem || fe.Path != tc.path):
+				t.Errorf("Open(%s) err = %v (FileError %+v); want a FileError, %s, about %s", tc.name, err, fe, tc.problem, tc.path)
+			}
+			noCLIWords(t, "Open("+tc.name+")", err.Error())
 			if took > 3*time.Second {
 				t.Errorf("Open(%s) took %v; want an answer within seconds", tc.name, took)
 			}

@@ -219,7 +219,7 @@ func (db *DB) commitVisible() bool {
 // metaWritten is the store.ErrFailed of a commit that failed with err after its
 // meta page was written.
 func (db *DB) metaWritten(err error) error {
-	return fmt.Errorf("%w: the commit of %s failed after its meta page was written (%v): what the store reads may not be on disk; check the disk, then open it again (run `idemrun check %s`)", store.ErrFailed, db.path, err, db.path)
+	return fileErr(db.path, FileDamaged, fmt.Errorf("%w: the commit of %s failed after its meta page was written (%v): what the store reads may not be on disk; check the disk, then open it again (Check reports any damage)", store.ErrFailed, db.path, err))
 }
 
 // checkFile reports a file deleted or replaced since Open: a commit into
