@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -313,23 +314,16 @@ func testClaimExpiredOwner(t *testing.T, open func(t *testing.T) Store) {
 		wantLeaseLost(t, s.Heartbeat(ctx, r.ID, at, ttl), "Heartbeat after the lease's expiry")
 		return r
 	}
-	wantRescued := func(t *testing.T, s Store, c store.Claim) {
-		t.Helper()
-		if n, err := s.Rescue(ctx, at, nil); err != nil || n != 1 {
-			t.Fatalf("Rescue of the expired owner's claim = %d, %v; want 1", n, err)
-		}
-		if j := get(t, s, c.Job.ID); j.State != store.StateUnknown || j.Fence <= c.Fence || !j.MayHaveEffect {
-			t.Errorf("expired owner's claimed job after Rescue: %s, fence %d (claim %d), MayHaveEffect %v; want unknown, raised, true", j.State, j.Fence, c.Fence, j.MayHaveEffect)
-		}
-	}
-
 	t.Run("ClaimDue", func(t *testing.T) {
 		s := open(t)
 		r := expire(t, s)
 		j := enqueue(t, s, NewJob("k", now))
-		if c, ok := claimOrRefused(t, s, store.StatePending, j.ID, r.ID, at); ok {
-			wantRescued(t, s, c)
+		before := get(t, s, j.ID)
+		cs, err := s.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: at, Limit: 1, Owner: r.ID})
+		if !errors.Is(err, store.ErrLeaseLost) || len(cs) != 0 {
+			t.Fatalf("ClaimDue for an expired owner = %v, %v; want no claim and ErrLeaseLost", claimIDs(cs), err)
 		}
+		wantUnchanged(t, s, before, "a refused claim for an expired owner")
 	})
 	t.Run("FinishClaim next", func(t *testing.T) {
 		s := open(t)
@@ -345,14 +339,9 @@ func testClaimExpiredOwner(t *testing.T, open func(t *testing.T) Store) {
 		if stored := get(t, s, w.ID); stored.State != store.StateSucceeded {
 			t.Errorf("w after its finish: %s; want succeeded", stored.State)
 		}
-		if next == nil {
-			wantUnchanged(t, s, before, "a chained claim refused for an expired owner")
-			return
+		if next != nil {
+			t.Fatalf("FinishClaim chained a claim of %s for an expired owner; want none", next.Job.Key)
 		}
-		if next.Job.ID != p.ID {
-			t.Fatalf("chained claim for the expired owner took %s; want p", next.Job.Key)
-		}
-		wantClaim(t, s, *next, r.ID)
-		wantRescued(t, s, *next)
+		wantUnchanged(t, s, before, "a chained claim refused for an expired owner")
 	})
 }
