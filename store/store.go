@@ -11,7 +11,8 @@ import (
 // runs every method against a backend.
 //
 // Times passed in are the caller's clock readings. Writes are durable when
-// they return without error.
+// they return without error. After Close every method returns an error
+// matching ErrClosed (a second Close returns nil).
 type Store interface {
 	Jobs
 	Work
@@ -36,8 +37,8 @@ type Jobs interface {
 	// is for the store as a whole.
 	EnqueueMany(ctx context.Context, jobs []*Job) ([]EnqueueResult, error)
 	// EnqueueManyFunc is EnqueueMany over n jobs made by build, so a large
-	// batch need not be held in memory at once. An error from build stops
-	// the batch; jobs stored before it stay stored.
+	// batch need not be held in memory at once. An error from build is that
+	// job's Err; the other jobs are stored as EnqueueMany stores them.
 	EnqueueManyFunc(ctx context.Context, n int, build func(i int) (*Job, error)) ([]EnqueueResult, error)
 
 	// Get returns the job with this id, or ErrNotFound.
@@ -77,22 +78,28 @@ type Jobs interface {
 // Work is the part of Store a runner uses: leases, claims and outcomes.
 type Work interface {
 	// Register starts the lease of a runner instance, lasting ttl from now.
+	// An empty id, or the id of a runner still registered, is refused.
 	Register(ctx context.Context, r RunnerInfo, now time.Time, ttl time.Duration) error
 	// Heartbeat renews the lease of runner id to now+ttl. It returns
-	// ErrLeaseLost when the lease expired or is gone: the runner must stop
-	// claiming; its running jobs are, or will be, rescued.
+	// ErrLeaseLost when the lease expired (now is at or after Expires) or
+	// is gone: the runner must stop claiming; its running jobs are, or
+	// will be, rescued.
 	Heartbeat(ctx context.Context, id string, now time.Time, ttl time.Duration) error
-	// Deregister ends the lease of runner id. Its running jobs are then
-	// rescued by the next Rescue.
+	// Deregister ends the lease of runner id (an unknown id is not an
+	// error). Its running jobs are then rescued by the next Rescue.
 	Deregister(ctx context.Context, id string) error
 	// Leases lists the registered runners, expired leases included until
 	// a Rescue removes them.
 	Leases() ([]Lease, error)
 	// Rescue moves every running job whose owner's lease has expired (or
-	// who has none) to unknown, raising its fence: its attempt may have
-	// reached the target, so a status query comes before any replay. fn
-	// sets the rest (next_run_at, the history entry). Jobs of live
-	// runners are never touched. It returns how many jobs it moved.
+	// who has none) to unknown: its attempt may have reached the target,
+	// so a status query comes before any replay. The backend raises the
+	// fence, sets MayHaveEffect, UpdatedAt and NextRunAt to now, and
+	// UnknownSince (with StatusBase) when the job was not already in an
+	// unknown episode; Owner is kept. fn, when not nil, then sets the rest
+	// (a later NextRunAt, the history entry). Jobs of live runners are
+	// never touched, and expired leases are dropped. It returns how many
+	// jobs it moved.
 	Rescue(ctx context.Context, now time.Time, fn func(j *Job)) (int, error)
 
 	// ClaimDue claims due jobs of one state, oldest NextRunAt first, for
@@ -106,8 +113,13 @@ type Work interface {
 	ClaimDue(ctx context.Context, req ClaimRequest) ([]Claim, error)
 	// FinishClaim writes the outcome of a claim: fn changes a copy of
 	// the claimed job; the change is checked against the transition
-	// table. It is refused with ErrFenced when the job is no longer held
-	// by c. When next is not nil, the due job (pending or unknown) with
+	// table, and a change of ID, Key, Fence, Owner, the request, the
+	// fingerprint or the key format is refused. It is refused with
+	// ErrFenced when the job is no longer held by c (a later claim or a
+	// rescue raised its fence, or the claim's attempt or owner differ),
+	// and with a *TransitionError when the claimed job is not running or
+	// unknown. A claim is meant to be finished once; a second finish is
+	// refused unless the first kept both the state and NextRunAt. When next is not nil, the due job (pending or unknown) with
 	// the earliest NextRunAt is claimed in the same transaction and
 	// returned; it is nil when nothing is due, when the finish was
 	// refused, or when next.Owner holds no live lease.
