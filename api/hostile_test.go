@@ -21,6 +21,7 @@ import (
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/metrics"
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
 )
@@ -492,7 +493,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	}
 
 	logs := &lockedBuffer{}
-	m := api.NewMetrics(c)
+	m := metrics.New(c.Store())
 	r, err := c.NewRunner(runner.Config{
 		UntilIdle:     true,
 		Backoff:       runner.Backoff{Base: 2 * time.Millisecond, Cap: 10 * time.Millisecond},
