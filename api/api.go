@@ -118,10 +118,10 @@ type Options struct {
 	Warn io.Writer
 }
 
-// Client is an open idemrun database: what application code uses to
+// Client is an open idemrun store: what application code uses to
 // enqueue, inspect and steer jobs, and to embed a runner.
 type Client struct {
-	db    *bolt.DB
+	st    store.Store
 	opts  Options
 	red   *redact.Redactor
 	allow *hostAllow
@@ -188,7 +188,7 @@ func Open(path string, opts *Options) (*Client, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Client{db: db, opts: o, red: red, allow: allow}, nil
+	return &Client{st: db, opts: o, red: red, allow: allow}, nil
 }
 
 // sensitiveNames records the extra sensitive names this open was given in
@@ -200,14 +200,14 @@ func Open(path string, opts *Options) (*Client, error) {
 // value instead, with a warning, until an open that gives names rebuilds
 // the list (store.AddSensitiveNames); the file still opens, so `idemrun
 // check` can report it.
-func sensitiveNames(db *bolt.DB, readOnly bool, headers, params []string, warn io.Writer) (*redact.Redactor, error) {
+func sensitiveNames(db store.Store, readOnly bool, headers, params []string, warn io.Writer) (*redact.Redactor, error) {
 	if !readOnly {
 		rebuilt, err := db.AddSensitiveNames(headers, params)
 		if err != nil {
 			return nil, err
 		}
 		if rebuilt {
-			fmt.Fprintf(warn, "idemrun: warning: %s: a damaged list of recorded sensitive names was rebuilt from the names given and every name still readable in it (a name that was not is lost: give it again)\n", db.Path())
+			fmt.Fprintf(warn, "idemrun: warning: %s: a damaged list of recorded sensitive names was rebuilt from the names given and every name still readable in it (a name that was not is lost: give it again)\n", location(db))
 		}
 	}
 	hs, ps, err := db.SensitiveNames()
@@ -225,12 +225,26 @@ func sensitiveNames(db *bolt.DB, readOnly bool, headers, params []string, warn i
 }
 
 // Close closes the database after every acknowledged write is on disk.
-func (c *Client) Close() error { return c.db.Close() }
+func (c *Client) Close() error { return c.st.Close() }
 
-// Store returns the underlying store, for tools that work on it directly.
-// To embed a runner use NewRunner, which also wires this client's
-// redaction and host allowlist into it.
-func (c *Client) Store() *bolt.DB { return c.db }
+// Store returns the underlying store, for tools that work on it directly
+// (what only one backend offers is behind the store's optional
+// interfaces: store.Backup, store.CommitObserver, store.Located). To embed
+// a runner use NewRunner, which also wires this client's redaction and
+// host allowlist into it.
+func (c *Client) Store() store.Store { return c.st }
+
+// location says where the store keeps its data, for messages.
+func location(s store.Store) string {
+	if l, ok := s.(store.Located); ok {
+		return l.Location()
+	}
+	return "the store"
+}
+
+// ErrNotOffered is returned for an operation the client's store (or the
+// way the client reaches it) does not offer.
+var ErrNotOffered = errors.New("api: not offered by this store")
 
 // Redactor returns the redaction rules this client shows jobs with.
 func (c *Client) Redactor() *redact.Redactor { return c.red }
@@ -307,7 +321,7 @@ func (c *Client) Enqueue(ctx context.Context, req Request, o EnqueueOptions) (En
 	if err != nil {
 		return EnqueueResult{}, err
 	}
-	res, err := c.db.Enqueue(ctx, j)
+	res, err := c.st.Enqueue(ctx, j)
 	if err != nil {
 		return EnqueueResult{}, err
 	}
@@ -340,7 +354,7 @@ func (c *Client) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 	// its writer inserts the jobs already made. A new job is stored as
 	// built, so its view is made here too.
 	views := make([]*Job, len(items))
-	res, err := c.db.EnqueueManyFunc(ctx, len(items), func(i int) (*store.Job, error) {
+	res, err := c.st.EnqueueManyFunc(ctx, len(items), func(i int) (*store.Job, error) {
 		j, err := c.BuildJob(items[i].Request, items[i].Options)
 		if err == nil {
 			views[i] = c.view(j)
@@ -383,16 +397,16 @@ func (c *Client) Get(ctx context.Context, idOrKey string) (*Job, error) {
 
 // lookup finds a job by id, or by key when the argument is no job's id.
 func (c *Client) lookup(idOrKey string) (*store.Job, error) {
-	j, err := c.db.Get(idOrKey)
+	j, err := c.st.Get(idOrKey)
 	if errors.Is(err, store.ErrNotFound) {
-		j, err = c.db.GetByKey(idOrKey)
+		j, err = c.st.GetByKey(idOrKey)
 	}
 	return j, err
 }
 
 // GetByKey returns the job holding an idempotency key.
 func (c *Client) GetByKey(ctx context.Context, key string) (*Job, error) {
-	j, err := c.db.GetByKey(key)
+	j, err := c.st.GetByKey(key)
 	if err != nil {
 		return nil, err
 	}
@@ -441,7 +455,7 @@ func (c *Client) List(ctx context.Context, f ListFilter) (ListPage, error) {
 		}
 	}
 	if f.Cursor != "" {
-		if !bolt.CursorFits(f.Cursor, f.States) {
+		if cf, ok := c.st.(cursorChecker); ok && !cf.CursorFits(f.Cursor, f.States) {
 			return ListPage{}, invalid("cursor", f.Cursor, "the next cursor printed by the previous page of the same list (same --state filters)")
 		}
 	}
@@ -450,7 +464,7 @@ func (c *Client) List(ctx context.Context, f ListFilter) (ListPage, error) {
 	}
 	// A state named twice is listed once, where it first appears.
 	f.States = uniqueStates(f.States)
-	p, err := c.db.List(store.ListFilter{States: f.States, Limit: f.Limit, Cursor: f.Cursor, Oldest: f.Oldest})
+	p, err := c.st.List(store.ListFilter{States: f.States, Limit: f.Limit, Cursor: f.Cursor, Oldest: f.Oldest})
 	if err != nil {
 		return ListPage{}, err
 	}
@@ -461,9 +475,16 @@ func (c *Client) List(ctx context.Context, f ListFilter) (ListPage, error) {
 	return out, nil
 }
 
+// cursorChecker is a store that can tell a list cursor it could not have
+// printed, so a bad one is refused as invalid input (bbolt's cursors are
+// job ids or index positions).
+type cursorChecker interface {
+	CursorFits(cursor string, states []store.State) bool
+}
+
 // Stats returns how many jobs are in each state (constant time).
 func (c *Client) Stats(ctx context.Context) (Stats, error) {
-	m, err := c.db.Stats()
+	m, err := c.st.Stats()
 	if err != nil {
 		return nil, err
 	}
@@ -522,7 +543,7 @@ func (c *Client) Cancel(ctx context.Context, idOrKey, actor, note string) (*Job,
 	if err != nil {
 		return nil, err
 	}
-	j, err := c.db.Cancel(ctx, id, c.opts.Now().UTC(), actorOr(actor), note)
+	j, err := c.st.Cancel(ctx, id, c.opts.Now().UTC(), actorOr(actor), note)
 	if err != nil {
 		return nil, err
 	}
@@ -539,7 +560,7 @@ func (c *Client) Retry(ctx context.Context, idOrKey, actor, note string) (*Job, 
 	if err != nil {
 		return nil, err
 	}
-	j, err := c.db.Retry(ctx, id, c.opts.Now().UTC(), actorOr(actor), note)
+	j, err := c.st.Retry(ctx, id, c.opts.Now().UTC(), actorOr(actor), note)
 	if err != nil {
 		return nil, err
 	}
@@ -565,7 +586,7 @@ func (c *Client) Resolve(ctx context.Context, idOrKey string, as State, actor, n
 	if err != nil {
 		return nil, err
 	}
-	j, err := c.db.Resolve(ctx, id, as, c.opts.Now().UTC(), actorOr(actor), note)
+	j, err := c.st.Resolve(ctx, id, as, c.opts.Now().UTC(), actorOr(actor), note)
 	if err != nil {
 		return nil, err
 	}
@@ -580,13 +601,18 @@ func actorOr(a string) string {
 }
 
 // Backup writes a consistent copy of the database to w while work goes on.
+// A store that cannot copy itself while in use returns ErrNotOffered.
 func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
-	return c.db.Backup(w)
+	b, ok := c.st.(store.Backup)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s cannot be copied while in use; use the backend's own backup", ErrNotOffered, location(c.st))
+	}
+	return b.Backup(w)
 }
 
 // Check verifies the file (bbolt consistency and idemrun's invariants).
 func (c *Client) Check(ctx context.Context) (store.CheckReport, error) {
-	return c.db.Check()
+	return c.st.Check()
 }
 
 // Service is every operation the CLI performs. *Client does them on the
@@ -617,7 +643,7 @@ func (c *Client) Sweep(ctx context.Context, olderThan, keysFor time.Duration) (i
 	keyCutoff := now.Add(-max(keysFor, olderThan))
 	total := 0
 	for {
-		n, released, err := c.db.Sweep(ctx, cutoff, keyCutoff, 1000)
+		n, released, err := c.st.Sweep(ctx, cutoff, keyCutoff, 1000)
 		total += n
 		if err != nil || (n < 1000 && released < 1000) {
 			return total, err

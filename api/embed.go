@@ -5,10 +5,9 @@ import (
 
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
-	"github.com/idemrun/idemrun/store/bolt"
 )
 
-var _ runner.Store = (*bolt.DB)(nil)
+var _ runner.Store = store.Store(nil)
 
 // NewRunner returns a runner over this client's database, wired to it:
 // enqueues wake the runner, error texts are scrubbed with the client's
@@ -42,7 +41,7 @@ func (c *Client) NewRunner(cfg runner.Config) (*runner.Runner, error) {
 			cfg.DialControl = dialControl
 		}
 	}
-	r := runner.New(c.db, cfg)
+	r := runner.New(c.st, cfg)
 	c.SetNotify(r.Notify)
 	return r, nil
 }
