@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemrun/idemrun/admin"
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/store"
 	"github.com/idemrun/idemrun/store/bolt"
@@ -65,7 +66,8 @@ func TestDocEnqueueManySameKeyInBatch(t *testing.T) {
 	}
 }
 
-// Service: *Client and *Remote do the same operations. ListFilter.Limit:
+// A Client on the file and one through a runner's TCP admin API do the
+// same operations. ListFilter.Limit:
 // "Defaults to 100; at most 10,000."
 func TestDocRemoteListLimitParity(t *testing.T) {
 	c := revOpen(t)
@@ -73,9 +75,9 @@ func TestDocRemoteListLimitParity(t *testing.T) {
 		revEnq(t, c, time.Time{})
 	}
 	tok := "0123456789abcdef0123"
-	srv := httptest.NewServer(api.AdminHandler(c, api.AdminOptions{Token: tok}))
+	srv := httptest.NewServer(admin.Handler(c, admin.Options{Token: tok}))
 	defer srv.Close()
-	rem, err := api.DialTCP(strings.TrimPrefix(srv.URL, "http://"), tok)
+	rem, err := api.DialTCP(strings.TrimPrefix(srv.URL, "http://"), tok, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

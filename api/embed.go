@@ -18,6 +18,9 @@ var _ runner.Store = store.Store(nil)
 // too. Fields already set in cfg are kept. Use it rather than runner.New
 // over Store(), which wires none of this.
 func (c *Client) NewRunner(cfg runner.Config) (*runner.Runner, error) {
+	if c.rem != nil {
+		return nil, c.notOffered("a runner")
+	}
 	if cfg.Redact == nil {
 		cfg.Redact = c.Scrub
 	}

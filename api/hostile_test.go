@@ -3,7 +3,6 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,115 +12,32 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/idemrun/idemrun/admin"
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/internal/apitest"
 	"github.com/idemrun/idemrun/metrics"
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
 )
 
-// hostileURL is a well-formed target that nothing in these tests sends to.
-const hostileURL = "http://127.0.0.1:9/pay"
-
-// openClient opens an api.Client on a new file in t.TempDir. Its cleanup
-// checks the file's consistency and closes it.
-func openClient(t *testing.T, o api.Options) *api.Client {
-	t.Helper()
-	o.Warn = io.Discard
-	c, err := api.Open(filepath.Join(t.TempDir(), "h.db"), &o)
-	if err != nil {
-		t.Fatalf("api.Open: %v", err)
-	}
-	t.Cleanup(func() {
-		rep, err := c.Check(context.Background())
-		if err != nil || !rep.OK() {
-			t.Errorf("store check: err %v, problems %v", err, rep.Problems)
-		}
-		if err := c.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return c
-}
-
-// snapshot is everything a refused call must leave unchanged: the counts,
-// a full list, and every job's full view (history included).
-func snapshot(t *testing.T, c *api.Client) string {
-	t.Helper()
-	ctx := context.Background()
-	st, err := c.Stats(ctx)
-	if err != nil {
-		t.Fatalf("Stats: %v", err)
-	}
-	page, err := c.List(ctx, api.ListFilter{Limit: store.MaxListLimit})
-	if err != nil {
-		t.Fatalf("List: %v", err)
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	_ = enc.Encode(st)
-	_ = enc.Encode(page)
-	for _, j := range page.Jobs {
-		full, err := c.Get(ctx, j.ID)
-		if err != nil {
-			t.Fatalf("Get(%s): %v", j.ID, err)
-		}
-		_ = enc.Encode(full)
-	}
-	return b.String()
-}
-
-// enqueueOK stores a POST of body to target under key and fails the test
-// otherwise.
-func enqueueOK(t *testing.T, c *api.Client, target, key string) *api.Job {
-	t.Helper()
-	res, err := c.Enqueue(context.Background(), api.Request{URL: target, Body: []byte(`{"n":1}`)}, api.EnqueueOptions{Key: key})
-	if err != nil {
-		t.Fatalf("Enqueue(%s): %v", key, err)
-	}
-	return res.Job
-}
-
-// needsAttention enqueues a job under key and moves it to needs_attention
-// through the store, as a runner would after an unconfirmable attempt. It
-// must be called while no other job is pending.
-func needsAttention(t *testing.T, c *api.Client, key string) *api.Job {
-	t.Helper()
-	ctx := context.Background()
-	j := enqueueOK(t, c, hostileURL, key)
-	claims, err := c.Store().ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: time.Now().Add(time.Second), Limit: 1})
-	if err != nil || len(claims) != 1 || claims[0].Job.ID != j.ID {
-		t.Fatalf("claiming %s: got %d claims, err %v", key, len(claims), err)
-	}
-	if _, _, err := c.Store().FinishClaim(ctx, claims[0], func(sj *store.Job) error {
-		sj.State = store.StateNeedsAttention
-		sj.MayHaveEffect = true
-		sj.Reason = "test: the outcome could not be confirmed"
-		return nil
-	}, nil); err != nil {
-		t.Fatalf("FinishClaim(%s): %v", key, err)
-	}
-	return j
-}
-
 // Every hostile input to the Go API is refused with the error it names,
 // and nothing in the database changes.
 func TestGoAPIHostileInputs(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, api.Options{AllowHosts: []string{"127.0.0.1", "*.example.com"}})
+	c := apitest.OpenClient(t, api.Options{AllowHosts: []string{"127.0.0.1", "*.example.com"}})
 	ctx := context.Background()
-	na := needsAttention(t, c, "na-1")
-	pending := enqueueOK(t, c, hostileURL, "pending-1")
-	cancelTarget := enqueueOK(t, c, hostileURL+"/cancel", "cancel-target")
+	na := apitest.NeedsAttention(t, c, "na-1")
+	pending := apitest.EnqueueOK(t, c, apitest.HostileURL, "pending-1")
+	cancelTarget := apitest.EnqueueOK(t, c, apitest.HostileURL+"/cancel", "cancel-target")
 
 	req := func(mut func(r *api.Request)) api.Request {
-		r := api.Request{Method: http.MethodPost, URL: hostileURL, Header: []api.Header{{Name: "Content-Type", Value: "application/json"}}, Body: []byte(`{"amount":1}`)}
+		r := api.Request{Method: http.MethodPost, URL: apitest.HostileURL, Header: []api.Header{{Name: "Content-Type", Value: "application/json"}}, Body: []byte(`{"amount":1}`)}
 		if mut != nil {
 			mut(&r)
 		}
@@ -172,15 +88,15 @@ func TestGoAPIHostileInputs(t *testing.T) {
 		{"body over 1 MiB", enq(req(func(r *api.Request) { r.Body = make([]byte, api.MaxBodyLen+1) }), api.EnqueueOptions{}), api.ErrInvalid, "body"},
 		{"101 headers", enq(req(func(r *api.Request) { r.Header = headers(api.MaxHeaders+1, 1) }), api.EnqueueOptions{}), api.ErrInvalid, "headers"},
 		{"header bytes over 64 KiB", enq(req(func(r *api.Request) { r.Header = headers(2, 33<<10) }), api.EnqueueOptions{}), api.ErrInvalid, "headers"},
-		{"URL over 8 KiB", enq(req(func(r *api.Request) { r.URL = hostileURL + "?q=" + strings.Repeat("a", api.MaxURLLen) }), api.EnqueueOptions{}), api.ErrInvalid, "url"},
+		{"URL over 8 KiB", enq(req(func(r *api.Request) { r.URL = apitest.HostileURL + "?q=" + strings.Repeat("a", api.MaxURLLen) }), api.EnqueueOptions{}), api.ErrInvalid, "url"},
 		{"URL with user:password", enq(req(func(r *api.Request) { r.URL = "http://u:p@127.0.0.1:9/x" }), api.EnqueueOptions{}), api.ErrInvalid, "url"},
 		{"ftp URL", enq(req(func(r *api.Request) { r.URL = "ftp://127.0.0.1/x" }), api.EnqueueOptions{}), api.ErrInvalid, "url"},
-		{"URL with CR LF", enq(req(func(r *api.Request) { r.URL = hostileURL + "\r\nHost: evil" }), api.EnqueueOptions{}), api.ErrInvalid, "url"},
+		{"URL with CR LF", enq(req(func(r *api.Request) { r.URL = apitest.HostileURL + "\r\nHost: evil" }), api.EnqueueOptions{}), api.ErrInvalid, "url"},
 		{"key of 256 characters", enq(req(nil), api.EnqueueOptions{Key: strings.Repeat("k", 256)}), api.ErrInvalid, "key"},
 		{"key with a space", enq(req(nil), api.EnqueueOptions{Key: "a b"}), api.ErrInvalid, "key"},
 		{"key with a control character", enq(req(nil), api.EnqueueOptions{Key: "a\x01b"}), api.ErrInvalid, "key"},
-		{"status-url over 2048 bytes", enq(req(nil), api.EnqueueOptions{StatusURL: hostileURL + "/{key}?" + strings.Repeat("p", api.MaxTemplateLen)}), api.ErrInvalid, "status-url"},
-		{"status-url without a placeholder", enq(req(nil), api.EnqueueOptions{StatusURL: hostileURL + "/status"}), api.ErrInvalid, "status-url"},
+		{"status-url over 2048 bytes", enq(req(nil), api.EnqueueOptions{StatusURL: apitest.HostileURL + "/{key}?" + strings.Repeat("p", api.MaxTemplateLen)}), api.ErrInvalid, "status-url"},
+		{"status-url without a placeholder", enq(req(nil), api.EnqueueOptions{StatusURL: apitest.HostileURL + "/status"}), api.ErrInvalid, "status-url"},
 		{"max attempts 101", enq(req(nil), api.EnqueueOptions{MaxAttempts: api.MaxAttemptsLimit + 1}), api.ErrInvalid, "max-attempts"},
 		{"max attempts -1", enq(req(nil), api.EnqueueOptions{MaxAttempts: -1}), api.ErrInvalid, "max-attempts"},
 		{"deadline 31 days", enq(req(nil), api.EnqueueOptions{Deadline: 31 * 24 * time.Hour}), api.ErrInvalid, "deadline"},
@@ -235,7 +151,7 @@ func TestGoAPIHostileInputs(t *testing.T) {
 		{"Cancel note over 4096 bytes", steer(func() (*api.Job, error) { return c.Cancel(ctx, cancelTarget.ID, "t", longNote) }), api.ErrInvalid, "note"},
 	}
 	for _, tc := range tests {
-		before := snapshot(t, c)
+		before := apitest.Snapshot(t, c)
 		err := tc.call()
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: got error %v, want %v", tc.name, err, tc.want)
@@ -247,8 +163,8 @@ func TestGoAPIHostileInputs(t *testing.T) {
 				t.Errorf("%s: got field %q (%v), want %q", tc.name, ie.Field, err, tc.field)
 			}
 		}
-		if after := snapshot(t, c); after != before {
-			t.Errorf("%s: the database changed:\n got %s\nwant %s", tc.name, clip(after), clip(before))
+		if after := apitest.Snapshot(t, c); after != before {
+			t.Errorf("%s: the database changed:\n got %s\nwant %s", tc.name, apitest.Clip(after), apitest.Clip(before))
 		}
 	}
 	// Controls: the same client accepts the limits' edges.
@@ -260,160 +176,6 @@ func TestGoAPIHostileInputs(t *testing.T) {
 	if _, err := c.Enqueue(ctx, req(func(r *api.Request) { r.URL = "https://a.example.com/pay" }), api.EnqueueOptions{}); err != nil {
 		t.Errorf("enqueue to an allowlisted subdomain: %v", err)
 	}
-}
-
-// adminCase is one request to the admin API and the answer it must get.
-type adminCase struct {
-	name   string
-	method string
-	path   string
-	body   func() io.Reader
-	status []int    // any of these
-	codes  []string // any of these, for status >= 300
-	check  func(t *testing.T, body []byte)
-}
-
-func text(s string) func() io.Reader { return func() io.Reader { return strings.NewReader(s) } }
-
-// Every hostile request to the admin API gets a 4xx with a stable code,
-// never a 5xx, and nothing in the database changes.
-func TestAdminHostileInputs(t *testing.T) {
-	t.Parallel()
-	c := openClient(t, api.Options{AllowHosts: []string{"127.0.0.1"}})
-	na := needsAttention(t, c, "admin-na")
-	enqueueOK(t, c, hostileURL, "admin-pending")
-	srv := httptest.NewServer(api.AdminHandler(c, api.AdminOptions{}))
-	t.Cleanup(srv.Close)
-
-	job := func(extra string) string { return `{"url":"` + hostileURL + `"` + extra + `}` }
-	bigBody := base64.StdEncoding.EncodeToString(make([]byte, api.MaxBodyLen+1))
-	var hdrs []string
-	for i := range api.MaxHeaders + 1 {
-		hdrs = append(hdrs, fmt.Sprintf(`{"name":"X-H-%d","value":"v"}`, i))
-	}
-	over4MiB := func() string { return job(`,"key":"` + strings.Repeat("a", api.MaxAdminBody) + `"`) }
-	resolve := "/v1/jobs/" + na.ID + "/resolve"
-	bad := []int{http.StatusBadRequest}
-	inv := []string{api.CodeInvalid}
-	tests := []adminCase{
-		{"body over 4 MiB", "POST", "/v1/jobs", text(over4MiB()), []int{400, 413}, []string{api.CodeInvalid, api.CodeTooLarge}, nil},
-		{"chunked body over 4 MiB", "POST", "/v1/jobs", func() io.Reader { return io.MultiReader(strings.NewReader(over4MiB())) }, []int{400, 413}, []string{api.CodeInvalid, api.CodeTooLarge}, nil},
-		{"unknown JSON field", "POST", "/v1/jobs", text(job(`,"colour":"red"`)), bad, inv, nil},
-		{"url of the wrong type", "POST", "/v1/jobs", text(`{"url":5}`), bad, inv, nil},
-		{"max_attempts as a string", "POST", "/v1/jobs", text(job(`,"max_attempts":"5"`)), bad, inv, nil},
-		{"body that is not base64", "POST", "/v1/jobs", text(job(`,"body":"not base64!"`)), bad, inv, nil},
-		{"headers as an object", "POST", "/v1/jobs", text(job(`,"headers":{"a":"b"}`)), bad, inv, nil},
-		{"deadline as a number", "POST", "/v1/jobs", text(job(`,"deadline":5`)), bad, inv, nil},
-		{"trailing second object", "POST", "/v1/jobs", text(job(`,"key":"t1"`) + job("")), bad, inv, nil},
-		{"trailing closing brace", "POST", "/v1/jobs", text(job(`,"key":"t2"`) + "}"), bad, inv, nil},
-		{"trailing closing bracket", "POST", "/v1/jobs", text(job(`,"key":"t3"`) + "]"), bad, inv, nil},
-		{"empty body", "POST", "/v1/jobs", text(""), bad, inv, nil},
-		{"JSON null", "POST", "/v1/jobs", text("null"), bad, inv, nil},
-		{"JSON array", "POST", "/v1/jobs", text("[]"), bad, inv, nil},
-		{"nesting 20000 deep", "POST", "/v1/jobs", text(job(`,"headers":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000))), bad, inv, nil},
-		{"number overflow", "POST", "/v1/jobs", text(job(`,"max_attempts":1e400`)), bad, inv, nil},
-		{"unknown key_format", "POST", "/v1/jobs", text(job(`,"key_format":"bogus"`)), bad, inv, nil},
-		{"job body over 1 MiB", "POST", "/v1/jobs", text(job(`,"body":"` + bigBody + `"`)), bad, inv, nil},
-		{"101 headers", "POST", "/v1/jobs", text(job(`,"headers":[` + strings.Join(hdrs, ",") + `]`)), bad, inv, nil},
-		{"NUL in a header value", "POST", "/v1/jobs", text(job(`,"headers":[{"name":"X-A","value":"a\u0000b"}]`)), bad, inv, nil},
-		{"key of 256 characters", "POST", "/v1/jobs", text(job(`,"key":"` + strings.Repeat("k", 256) + `"`)), bad, inv, nil},
-		{"metadata address with an allowlist", "POST", "/v1/jobs", text(`{"url":"http://169.254.169.254/latest/meta-data"}`), bad, inv, nil},
-		{"host off the allowlist", "POST", "/v1/jobs", text(`{"url":"http://example.com/pay"}`), bad, inv, nil},
-		{"list: unknown state", "GET", "/v1/jobs?state=bogus", nil, bad, inv, nil},
-		{"list: a bad state in a comma list", "GET", "/v1/jobs?state=pending,bogus", nil, bad, inv, nil},
-		{"list: limit 0", "GET", "/v1/jobs?limit=0", nil, bad, inv, nil},
-		{"list: limit 100001", "GET", "/v1/jobs?limit=100001", nil, bad, inv, nil},
-		{"list: limit 10001", "GET", "/v1/jobs?limit=10001", nil, bad, inv, nil},
-		{"list: limit not a number", "GET", "/v1/jobs?limit=ten", nil, bad, inv, nil},
-		{"list: cursor not hex", "GET", "/v1/jobs?cursor=zz", nil, bad, inv, nil},
-		{"list: cursor of the wrong length", "GET", "/v1/jobs?cursor=abcd", nil, bad, inv, nil},
-		{"resolve without a note", "POST", resolve, text(`{"as":"succeeded"}`), bad, inv, nil},
-		{"resolve as pending", "POST", resolve, text(`{"as":"pending","note":"checked"}`), bad, inv, nil},
-		{"resolve note over 4096 bytes", "POST", resolve, text(`{"as":"failed","note":"` + strings.Repeat("n", api.MaxNoteLen+1) + `"}`), bad, inv, nil},
-		{"resolve with an unknown field", "POST", resolve, text(`{"as":"failed","note":"checked","force":true}`), bad, inv, nil},
-		{"resolve with trailing data", "POST", resolve, text(`{"as":"failed","note":"checked"} x`), bad, inv, nil},
-		{"resolve with no body", "POST", resolve, nil, bad, inv, nil},
-		{"cancel an unknown job", "POST", "/v1/jobs/no-such-job/cancel", nil, []int{404}, []string{api.CodeNotFound}, nil},
-		{"cancel a needs_attention job", "POST", "/v1/jobs/" + na.ID + "/cancel", nil, []int{409}, []string{api.CodeIllegalTransition}, nil},
-		{"get a NUL id", "GET", "/v1/jobs/%00", nil, []int{400, 404}, []string{api.CodeNotFound, api.CodeInvalid}, nil},
-		{"batch body that is not JSON", "POST", "/v1/jobs/batch", text("jobs"), bad, inv, nil},
-		{"batch with only invalid jobs", "POST", "/v1/jobs/batch", text(`{"jobs":[` + job(`,"key":"b1","key_format":"bogus"`) + `,{"url":"ftp://x/","key":"b2"}]}`), []int{200}, nil,
-			func(t *testing.T, body []byte) {
-				var out struct {
-					Results []struct {
-						Job   *api.Job `json:"job"`
-						Error *struct {
-							Code string `json:"code"`
-						} `json:"error"`
-					} `json:"results"`
-				}
-				if err := json.Unmarshal(body, &out); err != nil || len(out.Results) != 2 {
-					t.Fatalf("batch answer: %v %s", err, clip(body))
-				}
-				for i, r := range out.Results {
-					if r.Error == nil || r.Error.Code != api.CodeInvalid || r.Job != nil {
-						t.Errorf("batch result %d: got %s, want only an invalid_input error", i, clip(body))
-					}
-				}
-			}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			before := snapshot(t, c)
-			var body io.Reader
-			if tc.body != nil {
-				body = tc.body()
-			}
-			rq, err := http.NewRequest(tc.method, srv.URL+tc.path, body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := srv.Client().Do(rq)
-			if err != nil {
-				t.Fatalf("%s %s: %v", tc.method, tc.path, err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode >= 500 {
-				t.Errorf("got %d %s, want never a 5xx for bad input", resp.StatusCode, clip(b))
-			}
-			if !containsInt(tc.status, resp.StatusCode) {
-				t.Errorf("got status %d %s, want one of %v", resp.StatusCode, clip(b), tc.status)
-			}
-			if resp.StatusCode >= 300 {
-				var we api.WireError
-				if err := json.Unmarshal(b, &we); err != nil {
-					t.Errorf("error body is not JSON (%v): %s", err, clip(b))
-				} else if !containsStr(tc.codes, we.Error.Code) || we.Error.Message == "" {
-					t.Errorf("got code %q message %q, want one of %v with a message", we.Error.Code, we.Error.Message, tc.codes)
-				}
-			}
-			if tc.check != nil {
-				tc.check(t, b)
-			}
-			if after := snapshot(t, c); after != before {
-				t.Errorf("the database changed:\n got %s\nwant %s", clip(after), clip(before))
-			}
-		})
-	}
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
-
-func containsStr(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 const (
@@ -445,7 +207,7 @@ func (l *lockedBuffer) String() string {
 // when the target echoes them back and when the error text quotes the URL.
 func TestSecretsNeverShown(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, api.Options{})
+	c := apitest.OpenClient(t, api.Options{})
 	ctx := context.Background()
 
 	var mu sync.Mutex
@@ -569,7 +331,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	}
 	show("List", page)
 
-	admin := httptest.NewServer(api.AdminHandler(c, api.AdminOptions{Metrics: m.Handler()}))
+	admin := httptest.NewServer(admin.Handler(c, admin.Options{Metrics: m.Handler()}))
 	t.Cleanup(admin.Close)
 	paths := []string{"/v1/jobs", "/v1/jobs?state=failed", "/v1/stats", "/metrics"}
 	for key, id := range ids {
@@ -583,7 +345,7 @@ func TestSecretsNeverShown(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != 200 {
-			t.Errorf("GET %s: got %d %s, want 200", p, resp.StatusCode, clip(b))
+			t.Errorf("GET %s: got %d %s, want 200", p, resp.StatusCode, apitest.Clip(b))
 		}
 		shown = append(shown, "GET "+p+": "+string(b))
 	}
@@ -594,7 +356,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	for _, s := range shown {
 		for _, secret := range []string{plantedBearer, plantedKey} {
 			if strings.Contains(s, secret) {
-				t.Errorf("%s leaks %q:\n%s", s[:strings.Index(s, ":")], secret, clip(s))
+				t.Errorf("%s leaks %q:\n%s", s[:strings.Index(s, ":")], secret, apitest.Clip(s))
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/internal/apitest"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -19,12 +20,12 @@ import (
 func TestEnqueueManyViews(t *testing.T) {
 	const n = 700
 	ctx := context.Background()
-	c := openClient(t, api.Options{})
+	c := apitest.OpenClient(t, api.Options{})
 	item := func(i int, key string) api.ManyItem {
 		return api.ManyItem{
 			Request: api.Request{
 				Method: "POST",
-				URL:    hostileURL + "?token=s3cret-url-" + fmt.Sprint(i),
+				URL:    apitest.HostileURL + "?token=s3cret-url-" + fmt.Sprint(i),
 				Header: []api.Header{{Name: "Authorization", Value: "Bearer s3cret-hdr"}, {Name: "Content-Type", Value: "application/json"}},
 				Body:   []byte(fmt.Sprintf(`{"amount":%d}`, i)),
 			},
@@ -87,7 +88,7 @@ func TestEnqueueManyViews(t *testing.T) {
 // its own template checked and stored.
 func TestStatusURLTemplateReuse(t *testing.T) {
 	ctx := context.Background()
-	c := openClient(t, api.Options{})
+	c := apitest.OpenClient(t, api.Options{})
 	templates := []string{
 		"http://127.0.0.1:9/a/{key}",
 		"http://127.0.0.1:9/a/{key}",
@@ -98,7 +99,7 @@ func TestStatusURLTemplateReuse(t *testing.T) {
 		"http://127.0.0.1:9/b?op={key}",
 	}
 	for i, tpl := range templates {
-		res, err := c.Enqueue(ctx, api.Request{Method: "POST", URL: hostileURL}, api.EnqueueOptions{Key: fmt.Sprintf("tpl-%d", i), StatusURL: tpl})
+		res, err := c.Enqueue(ctx, api.Request{Method: "POST", URL: apitest.HostileURL}, api.EnqueueOptions{Key: fmt.Sprintf("tpl-%d", i), StatusURL: tpl})
 		if strings.Contains(tpl, "nope") {
 			if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), "status-url") {
 				t.Errorf("template %d %q: err = %v; want ErrInvalid naming status-url", i, tpl, err)

@@ -24,7 +24,7 @@ func TestRemoteEnqueueManyPerItem(t *testing.T) {
 	}
 	for _, s := range []struct {
 		name string
-		svc  api.Service
+		svc  *api.Client
 	}{{"client", c}, {"remote", rem}} {
 		res, err := s.svc.EnqueueMany(ctx, batch(s.name))
 		if err != nil {

@@ -11,10 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemrun/idemrun/admin"
 	"github.com/idemrun/idemrun/api"
 )
 
-// Enqueue through the admin socket (api.Remote) must refuse a header
+// Enqueue through the admin socket must refuse a header
 // value that is not valid UTF-8, as Client.Enqueue does: JSON replaces
 // such bytes with U+FFFD on the way, so the runner stores, and would send,
 // other bytes than the caller enqueued (P2).
@@ -29,12 +30,12 @@ func TestRemoteEnqueueRefusesNonUTF8(t *testing.T) {
 		t.Fatal("Client.Enqueue accepted a non-UTF-8 header value (expected a refusal)")
 	}
 	if _, err := rem.Enqueue(ctx, req, o); err == nil || !strings.Contains(err.Error(), "UTF-8") {
-		t.Errorf("Remote.Enqueue of header value %q: err %v, want a refusal naming UTF-8", "caf\xe9", err)
+		t.Errorf("Enqueue through the socket of header value %q: err %v, want a refusal naming UTF-8", "caf\xe9", err)
 	}
 	// EnqueueMany refuses the item, not the call (as Client.EnqueueMany does).
 	res, err := rem.EnqueueMany(ctx, []api.ManyItem{{Request: req, Options: api.EnqueueOptions{Key: "utf8-many"}}})
 	if err != nil || len(res) != 1 || res[0].Err == nil || !strings.Contains(res[0].Err.Error(), "UTF-8") || !errors.Is(res[0].Err, api.ErrInvalid) {
-		t.Errorf("Remote.EnqueueMany of header value %q: results %+v, err %v; want the item refused as invalid, naming UTF-8", "caf\xe9", res, err)
+		t.Errorf("EnqueueMany through the socket of header value %q: results %+v, err %v; want the item refused as invalid, naming UTF-8", "caf\xe9", res, err)
 	}
 	for _, k := range []string{"utf8-remote", "utf8-many"} {
 		if _, err := c.GetByKey(ctx, k); err == nil {
@@ -44,9 +45,9 @@ func TestRemoteEnqueueRefusesNonUTF8(t *testing.T) {
 }
 
 // socketPair opens a store and serves its admin API on the unix socket
-// beside it, as a runner does, and returns the store's Client and a Remote
+// beside it, as a runner does, and returns the store's Client and a Client
 // dialed through the socket. Both are closed when the test ends.
-func socketPair(t *testing.T) (*api.Client, *api.Remote) {
+func socketPair(t *testing.T) (*api.Client, *api.Client) {
 	t.Helper()
 	// A short directory: the socket path must fit a unix socket address.
 	dir, err := os.MkdirTemp("", "rv")
@@ -67,10 +68,10 @@ func socketPair(t *testing.T) (*api.Client, *api.Remote) {
 	if err := os.Chmod(api.SocketPath(db), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: api.AdminHandler(c, api.AdminOptions{})}
+	srv := &http.Server{Handler: admin.Handler(c, admin.Options{})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { srv.Close() })
-	rem, err := api.DialSocket(db)
+	rem, err := api.DialSocket(db, &api.Options{Warn: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

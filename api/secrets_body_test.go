@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/internal/apitest"
 	"github.com/idemrun/idemrun/runner"
 )
 
@@ -18,7 +19,7 @@ import (
 // page) is shown whole as body_base64, token included.
 func TestNonUTF8ResultBodyIsScrubbed(t *testing.T) {
 	const tok = "sk_live_tokenABC123"
-	c := openClient(t, api.Options{})
+	c := apitest.OpenClient(t, api.Options{})
 	ctx := context.Background()
 	tg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=iso-8859-1")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/internal/apitest"
 )
 
 // A client's own sensitive parameter names (Options.SensitiveParams) hide
@@ -13,7 +14,7 @@ import (
 // an invalid job URL and an invalid status URL template both carry the
 // value, and neither error may show it.
 func TestRefusedURLErrorsHideExtraSensitiveParams(t *testing.T) {
-	c := openClient(t, api.Options{SensitiveParams: []string{"x-sig"}})
+	c := apitest.OpenClient(t, api.Options{SensitiveParams: []string{"x-sig"}})
 	ctx := context.Background()
 	const secret = "sEcReT7781"
 	cases := []struct {
@@ -24,9 +25,9 @@ func TestRefusedURLErrorsHideExtraSensitiveParams(t *testing.T) {
 		// A space makes the job URL invalid.
 		{"job url", api.Request{URL: "http://127.0.0.1:9/pay now?x-sig=" + secret}, api.EnqueueOptions{}},
 		// No {key} or {id}: the status URL template is refused.
-		{"status url", api.Request{URL: hostileURL}, api.EnqueueOptions{StatusURL: "http://127.0.0.1:9/status?x-sig=" + secret}},
+		{"status url", api.Request{URL: apitest.HostileURL}, api.EnqueueOptions{StatusURL: "http://127.0.0.1:9/status?x-sig=" + secret}},
 		// Not UTF-8: refused before the template is parsed.
-		{"status url not utf-8", api.Request{URL: hostileURL}, api.EnqueueOptions{StatusURL: "http://127.0.0.1:9/s/{key}?x-sig=" + secret + "\xff"}},
+		{"status url not utf-8", api.Request{URL: apitest.HostileURL}, api.EnqueueOptions{StatusURL: "http://127.0.0.1:9/s/{key}?x-sig=" + secret + "\xff"}},
 	}
 	for _, tc := range cases {
 		_, err := c.Enqueue(ctx, tc.req, tc.opts)

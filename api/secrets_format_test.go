@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/internal/apitest"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -14,7 +15,7 @@ import (
 // the store counts it as part of the request that never changes
 // (sameRequest), yet a re-enqueue with the other format is "the same job".
 func TestReenqueueWithOtherKeyFormatConflicts(t *testing.T) {
-	c := openClient(t, api.Options{})
+	c := apitest.OpenClient(t, api.Options{})
 	ctx := context.Background()
 	req := api.Request{URL: "https://api.example.com/pay", Body: []byte(`{"amount":1}`)}
 	if _, err := c.Enqueue(ctx, req, api.EnqueueOptions{Key: "fmt-key"}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/internal/apitest"
 	"github.com/idemrun/idemrun/runner"
 )
 
@@ -20,7 +21,7 @@ import (
 // expanded status URL, or a status answer that echoes it.
 func TestStatusURLSecretNeverShown(t *testing.T) {
 	const statusSecret = "status-secret-q9z"
-	c := openClient(t, api.Options{})
+	c := apitest.OpenClient(t, api.Options{})
 	ctx := context.Background()
 
 	tg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/internal/apitest"
 	"github.com/idemrun/idemrun/runner"
 )
 
@@ -16,7 +17,7 @@ import (
 // backslash or non-printable rune is escaped in the text and no longer
 // matches.
 func TestQuotedURLSecretIsScrubbed(t *testing.T) {
-	c := openClient(t, api.Options{})
+	c := apitest.OpenClient(t, api.Options{})
 	ctx := context.Background()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

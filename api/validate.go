@@ -357,12 +357,22 @@ func validateWith(red *redact.Redactor, req Request, o EnqueueOptions, allowHost
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: Options{DefaultMaxAttempts: DefaultMaxAttempts, DefaultDeadline: DefaultDeadline, DefaultAttemptTimeout: DefaultAttemptTO}, allow: a, red: red}
+	c := validator(red, a)
 	req.Header = append([]Header(nil), req.Header...)
 	if err := c.validate(&req, &o); err != nil {
 		return nil, err
 	}
 	return &req, nil
+}
+
+// validator is a client without a store, for checking input as Enqueue
+// does with the default limits; red shows the refused values (nil: the
+// default names).
+func validator(red *redact.Redactor, a *hostAllow) *Client {
+	if red == nil {
+		red = redact.Default()
+	}
+	return &Client{opts: Options{DefaultMaxAttempts: DefaultMaxAttempts, DefaultDeadline: DefaultDeadline, DefaultAttemptTimeout: DefaultAttemptTO}, allow: a, red: red}
 }
 
 // validHostValue accepts host, host:port, [v6] and [v6]:port, the forms

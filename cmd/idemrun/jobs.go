@@ -144,7 +144,7 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 			svc.Close()
 		}
 	}()
-	res, err := sendAgainIfUnknown(m, path, &svc, func(s api.Service) (api.EnqueueResult, error) { return s.Enqueue(ctx, req, o) })
+	res, err := sendAgainIfUnknown(m, path, &svc, func(s *api.Client) (api.EnqueueResult, error) { return s.Enqueue(ctx, req, o) })
 	if errors.Is(err, api.ErrOutcomeUnknown) {
 		return fmt.Errorf("%w; the job's key is %s: enqueue the same request again with --key %s", err, o.Key, o.Key)
 	}
@@ -471,7 +471,7 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 			svc.Close()
 		}
 	}()
-	res, err := sendAgainIfUnknown(m, path, &svc, func(s api.Service) ([]api.ManyResult, error) { return s.EnqueueMany(ctx, items) })
+	res, err := sendAgainIfUnknown(m, path, &svc, func(s *api.Client) ([]api.ManyResult, error) { return s.EnqueueMany(ctx, items) })
 	if errors.Is(err, api.ErrOutcomeUnknown) {
 		// Name every key: lines that had none got theirs here, and only
 		// these keys make a re-run safe.
@@ -857,18 +857,18 @@ func (m *Main) stats(ctx context.Context, args []string) error {
 }
 
 func (m *Main) cancel(ctx context.Context, args []string) error {
-	return m.steer(ctx, "cancel", args, func(svc api.Service, id, note string) (*api.Job, error) {
+	return m.steer(ctx, "cancel", args, func(svc *api.Client, id, note string) (*api.Job, error) {
 		return svc.Cancel(ctx, id, api.Actor(), note)
 	})
 }
 
 func (m *Main) retry(ctx context.Context, args []string) error {
-	return m.steer(ctx, "retry", args, func(svc api.Service, id, note string) (*api.Job, error) {
+	return m.steer(ctx, "retry", args, func(svc *api.Client, id, note string) (*api.Job, error) {
 		return svc.Retry(ctx, id, api.Actor(), note)
 	})
 }
 
-func (m *Main) steer(ctx context.Context, name string, args []string, fn func(svc api.Service, id, note string) (*api.Job, error)) error {
+func (m *Main) steer(ctx context.Context, name string, args []string, fn func(svc *api.Client, id, note string) (*api.Job, error)) error {
 	fs, db := m.flags(name, "ID [--note TEXT] [--json]")
 	note := fs.String("note", "", "why (recorded in the history)")
 	asJSON := fs.Bool("json", false, "print the job as JSON")

@@ -318,7 +318,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	os.Remove(manyPath)
 	fmt.Fprintf(cfg.Out, "EnqueueMany: %.0f jobs/s\n", res.EnqueueManyJobsPerS)
 
-	c, err := api.Open(dbPath, nil)
+	c, err := api.Open(dbPath, &api.Options{Direct: true})
 	if err != nil {
 		return nil, err
 	}
@@ -471,7 +471,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	closed = true
 	tgt.resetFirst()
 	t0 := time.Now()
-	c2, err := api.Open(dbPath, nil)
+	c2, err := api.Open(dbPath, &api.Options{Direct: true})
 	if err != nil {
 		return nil, err
 	}
@@ -506,7 +506,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // for the EnqueueMany store: its figure is on the same store size as the
 // others).
 func preloadFile(ctx context.Context, path string, n int) error {
-	c, err := api.Open(path, nil)
+	c, err := api.Open(path, &api.Options{Direct: true})
 	if err != nil {
 		return err
 	}
@@ -532,7 +532,7 @@ func boltOf(c *api.Client) (*bolt.DB, error) {
 }
 
 func enqueueMany(ctx context.Context, path, url string, n int) (float64, error) {
-	c, err := api.Open(path, nil)
+	c, err := api.Open(path, &api.Options{Direct: true})
 	if err != nil {
 		return 0, err
 	}
