@@ -178,7 +178,7 @@ func (a *server) enqueue(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	req, o, err := in.Parts()
+	req, o, err := in.Parts(time.Now())
 	if err != nil {
 		fail(w, err)
 		return
@@ -197,7 +197,7 @@ func (a *server) enqueue(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *server) enqueueMany(w http.ResponseWriter, r *http.Request) {
-	var in adminwire.Batch[api.WireEnqueue]
+	var in adminwire.Batch[json.RawMessage]
 	if err := decode(w, r, adminwire.MaxBatchBody, &in); err != nil {
 		fail(w, err)
 		return
@@ -211,8 +211,14 @@ func (a *server) enqueueMany(w http.ResponseWriter, r *http.Request) {
 	out := make([]adminwire.Item[*api.Job], len(in.Jobs))
 	var items []api.ManyItem
 	var at []int
-	for i, wj := range in.Jobs {
-		req, o, err := wj.Parts()
+	now := time.Now()
+	for i, raw := range in.Jobs {
+		spec, err := api.DecodeEnqueue(raw)
+		if err != nil {
+			out[i].Error = coded(err)
+			continue
+		}
+		req, o, err := spec.Parts(now)
 		if err != nil {
 			out[i].Error = coded(err)
 			continue

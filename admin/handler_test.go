@@ -129,7 +129,13 @@ func TestAdminHostileInputs(t *testing.T) {
 		{"url of the wrong type", "POST", "/v1/jobs", text(`{"url":5}`), bad, inv, nil},
 		{"max_attempts as a string", "POST", "/v1/jobs", text(job(`,"max_attempts":"5"`)), bad, inv, nil},
 		{"body that is not base64", "POST", "/v1/jobs", text(job(`,"body":"not base64!"`)), bad, inv, nil},
-		{"headers as an object", "POST", "/v1/jobs", text(job(`,"headers":{"a":"b"}`)), bad, inv, nil},
+		// An object of headers is the one enqueue schema's other form
+		// (the --from lines' one); its values must be strings.
+		{"headers as a string", "POST", "/v1/jobs", text(job(`,"headers":"a: b"`)), bad, inv, nil},
+		{"headers as an object of numbers", "POST", "/v1/jobs", text(job(`,"headers":{"a":1}`)), bad, inv, nil},
+		{"header with an unknown field", "POST", "/v1/jobs", text(job(`,"headers":[{"name":"a","value":"b","x":1}]`)), bad, inv, nil},
+		{"data and body both", "POST", "/v1/jobs", text(job(`,"data":"a","body":"YQ=="`)), bad, inv, nil},
+		{"an empty key", "POST", "/v1/jobs", text(job(`,"key":""`)), bad, inv, nil},
 		{"deadline as a number", "POST", "/v1/jobs", text(job(`,"deadline":5`)), bad, inv, nil},
 		{"trailing second object", "POST", "/v1/jobs", text(job(`,"key":"t1"`) + job("")), bad, inv, nil},
 		{"trailing closing brace", "POST", "/v1/jobs", text(job(`,"key":"t2"`) + "}"), bad, inv, nil},
@@ -359,4 +365,30 @@ func FuzzAdminEnqueue(f *testing.F) {
 			t.Fatalf("DecodeEnqueue refuses %s (%v) but the handler answered %d", apitest.Clip(b), decErr, status)
 		}
 	})
+}
+
+// POST /v1/jobs takes the one enqueue schema, as a --from line gives it:
+// headers as an object, header_lines, data as text, run_at as a duration.
+func TestAdminEnqueueTakesTheOneSchema(t *testing.T) {
+	t.Parallel()
+	c := apitest.OpenClient(t, api.Options{})
+	srv := httptest.NewServer(admin.Handler(c, admin.Options{}))
+	t.Cleanup(srv.Close)
+	body := `{"url":"` + apitest.HostileURL + `","headers":{"Content-Type":"application/json"},"header_lines":["X-A: 1"],"data":"{}","run_at":"10m","key":"one-schema"}`
+	resp, err := srv.Client().Post(srv.URL+"/v1/jobs", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST %s: got %d %s, want 201", body, resp.StatusCode, apitest.Clip(b))
+	}
+	j, err := c.Get(context.Background(), "one-schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(j.Headers) != "[{Content-Type application/json} {X-A 1}]" || j.BodySize != 2 || time.Until(j.NextRunAt) < 9*time.Minute {
+		t.Errorf("stored job: headers %v, body %d bytes, next run %s; want both headers, the 2-byte body, in 10 minutes", j.Headers, j.BodySize, j.NextRunAt)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/internal/apitest"
@@ -169,9 +170,10 @@ func FuzzParseHeaderLine(f *testing.F) {
 	})
 }
 
-// FuzzDecodeEnqueue: the admin API's enqueue body decoder never panics,
-// refuses with an *InvalidError, and what it accepts survives an encode and
-// decode unchanged (the CLI's Remote sends exactly what the server reads).
+// FuzzDecodeEnqueue: the enqueue decoder (of --from lines and admin API
+// bodies) never panics, refuses with an *InvalidError, and what it accepts
+// survives an encode and decode unchanged (a client through a runner's
+// socket sends exactly what the server reads).
 func FuzzDecodeEnqueue(f *testing.F) {
 	for _, s := range apitest.EnqueueSeeds {
 		f.Add([]byte(s))
@@ -199,11 +201,11 @@ func FuzzDecodeEnqueue(f *testing.F) {
 		}
 		// Whatever was decoded, validation refuses or accepts it without
 		// panicking.
-		req := api.Request{Method: w.Method, URL: w.URL, Body: w.Body}
-		for _, h := range w.Headers {
-			req.Header = append(req.Header, api.Header{Name: h.Name, Value: h.Value})
+		req, o, err := w.Parts(time.Now())
+		if err != nil {
+			apitest.CheckInvalid(t, "Parts of a decoded body", err)
+			return
 		}
-		o := api.EnqueueOptions{Key: w.Key, StatusURL: w.StatusURL, MaxAttempts: w.MaxAttempts, NoEffectStatuses: w.NoEffectStatuses}
 		if _, err := api.Validate(req, o, nil); err != nil {
 			apitest.CheckInvalid(t, "Validate of a decoded body", err)
 		}

@@ -226,7 +226,7 @@ func (r *remote) enqueue(ctx context.Context, req Request, o EnqueueOptions) (En
 		o.Key = idemkey.New() // here, so an unknown outcome can name it
 	}
 	var out adminwire.Enqueued[*Job]
-	if err := r.do(ctx, http.MethodPost, adminwire.PathJobs, toWire(req, o), &out); err != nil {
+	if err := r.do(ctx, http.MethodPost, adminwire.PathJobs, SpecOf(req, o), &out); err != nil {
 		if ue, ok := errors.AsType[*OutcomeUnknownError](err); ok {
 			ue.Keys = []string{o.Key}
 		}
@@ -241,7 +241,7 @@ func (r *remote) enqueue(ctx context.Context, req Request, o EnqueueOptions) (En
 // holds the position in items of each job in the body; invalid holds each
 // other item's refusal, by position.
 func batchBody(items []ManyItem, check func(*Request, *EnqueueOptions) error) (body []byte, at []int, invalid map[int]error, err error) {
-	in := adminwire.Batch[WireEnqueue]{Jobs: make([]WireEnqueue, 0, len(items))}
+	in := adminwire.Batch[EnqueueSpec]{Jobs: make([]EnqueueSpec, 0, len(items))}
 	for i, it := range items {
 		req, o := it.Request, it.Options
 		req.Header = slices.Clone(req.Header)
@@ -252,7 +252,7 @@ func batchBody(items []ManyItem, check func(*Request, *EnqueueOptions) error) (b
 			invalid[i] = err
 			continue
 		}
-		in.Jobs = append(in.Jobs, toWire(req, o))
+		in.Jobs = append(in.Jobs, SpecOf(req, o))
 		at = append(at, i)
 	}
 	b, err := json.Marshal(in)
