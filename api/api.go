@@ -407,6 +407,7 @@ func (c *Client) Cancel(ctx context.Context, idOrKey, actor, note string) (*Job,
 	if err != nil {
 		return nil, err
 	}
+	c.changes.wake()
 	return c.view(j), nil
 }
 
@@ -456,6 +457,7 @@ func (c *Client) Resolve(ctx context.Context, idOrKey string, as State, actor, n
 	if err != nil {
 		return nil, err
 	}
+	c.changes.wake()
 	return c.view(j), nil
 }
 

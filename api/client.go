@@ -80,6 +80,8 @@ type Client struct {
 	notify func()
 	// lastTemplate is the status URL template parsed last (see template).
 	lastTemplate atomic.Pointer[statusquery.Template]
+	// changes wakes Wait after a write of this process.
+	changes changes
 }
 
 // Open opens or creates the idemrun database at path. When a runner holds

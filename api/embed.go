@@ -44,6 +44,14 @@ func (c *Client) NewRunner(cfg runner.Config) (*runner.Runner, error) {
 			cfg.DialControl = dialControl
 		}
 	}
+	// Wait reads a job again after each of the runner's writes.
+	onWrite := cfg.OnWrite
+	cfg.OnWrite = func(j *store.Job) {
+		if onWrite != nil {
+			onWrite(j)
+		}
+		c.changes.wake()
+	}
 	r := runner.New(c.st, cfg)
 	c.SetNotify(r.Notify)
 	return r, nil
