@@ -323,8 +323,10 @@ func (c *Client) List(ctx context.Context, f ListFilter) (ListPage, error) {
 		return ListPage{}, err
 	}
 	out := ListPage{Next: p.Next, Jobs: make([]*Job, len(p.Jobs))}
+	leases, lerr := c.st.Leases() // one reading for the whole page
 	for i, j := range p.Jobs {
 		out.Jobs[i] = c.summary(j)
+		c.setLease(out.Jobs[i], j, leases, lerr)
 	}
 	return out, nil
 }

@@ -389,7 +389,7 @@ func (m *Main) list(ctx context.Context, args []string) error {
 		} else if j.LastClass != "" {
 			last = j.LastClass
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.MaxAttempts-j.AttemptsLeft, j.MaxAttempts, last, j.Method, trunc(j.URL, 48), ago(j.UpdatedAt), trunc(j.Key, 40))
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, stateOf(j), j.MaxAttempts-j.AttemptsLeft, j.MaxAttempts, last, j.Method, trunc(j.URL, 48), ago(j.UpdatedAt), trunc(j.Key, 40))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -539,12 +539,31 @@ func (m *Main) show(ctx context.Context, args []string) error {
 	return renderJob(m.Stdout, j)
 }
 
+// stateOf is a job's state as list and show print it: a running job
+// whose runner's lease expired says so, as nobody is working it.
+func stateOf(j *api.Job) string {
+	if j.RunnerGone() {
+		return "running, runner gone"
+	}
+	return string(j.State)
+}
+
 func renderJob(w io.Writer, j *api.Job) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
 	p("id", "%s", j.ID)
 	p("key", "%s", j.Key)
-	p("state", "%s", j.State)
+	p("state", "%s", stateOf(j))
+	if j.Owner != "" {
+		switch {
+		case j.RunnerGone():
+			p("runner", "%s, gone (its lease expired): the next runner to start takes the attempt it started as an unknown outcome", j.Owner)
+		case j.Lease == api.LeaseAlive:
+			p("runner", "%s (lease alive)", j.Owner)
+		default:
+			p("runner", "%s", j.Owner)
+		}
+	}
 	if j.Reason != "" {
 		p("reason", "%s", printable(j.Reason))
 	}

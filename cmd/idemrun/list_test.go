@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/store"
 )
 
 // nextArgs turns the "more: idemrun list ..." line a page prints into the
@@ -102,5 +108,36 @@ func TestCLIListPages(t *testing.T) {
 	// A state named twice lists each job once.
 	if got := jsonArray(t, e.ok("list", "--state", "pending,pending", "--state", "pending", "--json")); len(got) != n-1 {
 		t.Errorf("list --state pending three times: got %d jobs, want %d", len(got), n-1)
+	}
+}
+
+// A job left running by a runner that is gone (killed mid-attempt) says
+// so in list and show: with the file opened directly, no runner holds a
+// lease, so nobody is working it.
+func TestListShowRunnerGone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.ok("enqueue", "--url", "http://127.0.0.1:9/a", "--key", "gone-1")
+	c, err := api.Open(e.db, &api.Options{Direct: true, Warn: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := c.Store().ClaimDue(context.Background(), store.ClaimRequest{State: store.StatePending, Now: time.Now().Add(time.Second), Limit: 1, Owner: "killed-runner"})
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim: %d claims, %v", len(claims), err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.ok("list"); !strings.Contains(r.stdout, "running, runner gone") {
+		t.Errorf("list of a job whose runner is gone:\n%s\nwant its state as running, runner gone", r)
+	}
+	r := e.ok("show", "gone-1")
+	if !strings.Contains(r.stdout, "running, runner gone") || !strings.Contains(r.stdout, "killed-runner, gone") {
+		t.Errorf("show of a job whose runner is gone:\n%s\nwant its state and runner to say so", r)
+	}
+	j := jsonObject(t, e.ok("show", "gone-1", "--json"))
+	if j["state"] != "running" || j["owner"] != "killed-runner" || j["lease"] != "expired" {
+		t.Errorf("show --json: state %v owner %v lease %v, want running, killed-runner, expired", j["state"], j["owner"], j["lease"])
 	}
 }
