@@ -310,11 +310,11 @@ func (c *Client) List(ctx context.Context, f ListFilter) (ListPage, error) {
 	}
 	if f.Cursor != "" {
 		if cf, ok := c.st.(cursorChecker); ok && !cf.CursorFits(f.Cursor, f.States) {
-			return ListPage{}, invalid("cursor", f.Cursor, "the next cursor printed by the previous page of the same list (same --state filters)")
+			return ListPage{}, invalid("cursor", f.Cursor, "the next cursor of the previous page of the same list (the same state filters)")
 		}
 	}
 	if f.Oldest && len(f.States) == 0 {
-		return ListPage{}, invalid("oldest", "true", "a state filter (--state)")
+		return ListPage{}, invalid("oldest", "true", "a state filter")
 	}
 	// A state named twice is listed once, where it first appears.
 	f.States = uniqueStates(f.States)

@@ -111,7 +111,7 @@ func validateURL(red *redact.Redactor, field, raw string) error {
 		return invalid(field, shown(), acc)
 	}
 	if u.User != nil {
-		return &InvalidError{Field: field, Value: strconv.Quote(u.Scheme + "://REDACTED@" + u.Host), Accepted: acc + "; put credentials in a header (-H 'Authorization: ...')"}
+		return &InvalidError{Field: field, Value: strconv.Quote(u.Scheme + "://REDACTED@" + u.Host), Accepted: acc + "; put credentials in a header (Authorization: …)"}
 	}
 	if u.Hostname() == "" || u.Opaque != "" {
 		return invalid(field, shown(), acc)
@@ -187,7 +187,7 @@ func validateHeader(h Header) error {
 			return invalid("header Host", h.Value, "a host name or [IPv6] address with an optional :port, so it is sent exactly as stored")
 		}
 	case idemkey.HeaderName, "X-Idempotency-Key":
-		return invalid("header name", h.Name, "any header but Idempotency-Key: idemrun sets it from --key")
+		return invalid("header name", h.Name, "any header but Idempotency-Key: idemrun sets it from the job's key")
 	case "Content-Length", "Transfer-Encoding", "Connection", "Te", "Trailer", "Upgrade", "Keep-Alive", "Proxy-Connection":
 		return invalid("header name", h.Name, "end-to-end headers; idemrun sets framing headers itself")
 	}

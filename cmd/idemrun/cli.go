@@ -120,7 +120,7 @@ func (m *Main) report(err error) int {
 	case errors.As(err, &se):
 		return se.code
 	case errors.As(err, &ue), errors.Is(err, api.ErrInvalid):
-		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
+		fmt.Fprintf(m.Stderr, "idemrun: %v%s\n", err, flagHint(err))
 		return exitUsage
 	case errors.Is(err, bolt.ErrNotDatabase), errors.Is(err, bolt.ErrNewerSchema), errors.Is(err, bolt.ErrLocked):
 		// Bad input in the foundation issue's list: a path that is not an
@@ -134,6 +134,26 @@ func (m *Main) report(err error) int {
 		fmt.Fprintf(m.Stderr, "idemrun: %v\n", err)
 		return exitFailure
 	}
+}
+
+// flagHint names the flag behind a refusal of the lower layers, which
+// speak their own terms (the allowlist, the job's key, a list cursor).
+func flagHint(err error) string {
+	ie, ok := errors.AsType[*api.InvalidError](err)
+	if !ok {
+		return ""
+	}
+	switch {
+	case ie.Field == "url host":
+		return " (the allowlist is --allow-host)"
+	case ie.Field == "cursor":
+		return " (the --cursor a list printed, with the same --state filters)"
+	case strings.HasSuffix(ie.Field, "url") && strings.Contains(ie.Accepted, "put credentials in a header"):
+		return " (-H 'Authorization: ...')"
+	case ie.Field == "header name" && strings.Contains(ie.Accepted, "Idempotency-Key"):
+		return " (give the key with --key)"
+	}
+	return ""
 }
 
 // silentError carries an exit code for a failure already printed.
