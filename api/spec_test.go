@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/internal/apitest"
 )
 
 // Every field of an enqueue spec reaches its place in the job.
@@ -89,3 +91,56 @@ func TestDecodeEnqueueForms(t *testing.T) {
 }
 
 func jsonOf(v any) ([]byte, error) { return json.Marshal(v) }
+
+// FuzzDecodeEnqueue: the enqueue decoder (of --from lines and admin API
+// bodies) never panics, refuses with an *InvalidError, and what it accepts
+// survives an encode and decode unchanged (a client through a runner's
+// socket sends exactly what the server reads).
+func FuzzDecodeEnqueue(f *testing.F) {
+	for _, s := range apitest.EnqueueSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		w, err := api.DecodeEnqueue(b)
+		if err != nil {
+			apitest.CheckInvalid(t, "DecodeEnqueue", err)
+			return
+		}
+		enc, err := json.Marshal(w)
+		if err != nil {
+			t.Fatalf("re-encoding an accepted body %s: %v", apitest.Clip(b), err)
+		}
+		w2, err := api.DecodeEnqueue(enc)
+		if err != nil {
+			t.Fatalf("decoding the re-encoded body %s: %v", apitest.Clip(enc), err)
+		}
+		enc2, err := json.Marshal(w2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(enc, enc2) {
+			t.Fatalf("round trip changed the body:\n got %s\nwant %s", apitest.Clip(enc2), apitest.Clip(enc))
+		}
+		// Whatever was decoded, validation refuses or accepts it without
+		// panicking.
+		req, o, err := w.Parts(time.Now())
+		if err != nil {
+			apitest.CheckInvalid(t, "Parts of a decoded body", err)
+			return
+		}
+		if _, err := api.Validate(req, o, nil); err != nil {
+			apitest.CheckInvalid(t, "Validate of a decoded body", err)
+		}
+	})
+}
+
+// An admin enqueue body naming status_url twice, once with U+017F (ſ) for
+// the s: refused as a field given twice (encoding/json would let the second
+// spelling win).
+func TestAdminBodyLongSDuplicateRefused(t *testing.T) {
+	body := `{"method":"POST","url":"http://127.0.0.1:1/pay","status_url":"http://good/{key}","ſtatus_url":"http://evil/{key}"}`
+	w, err := api.DecodeEnqueue([]byte(body))
+	if err == nil {
+		t.Errorf("DecodeEnqueue accepted a duplicate field; status_url=%q", w.StatusURL)
+	}
+}
