@@ -107,12 +107,13 @@ func Open(path string, opts *Options) (*Client, error) {
 		}
 	}
 	err = c.openFile(path)
-	if err == nil || o.Direct || !errors.Is(err, bolt.ErrLocked) {
-		if err != nil {
-			return nil, err
-		}
+	switch {
+	case err == nil:
 		return c, nil
+	case o.Direct || !errors.Is(err, bolt.ErrLocked):
+		return nil, err
 	}
+	// A runner that started after the first look may be up by now.
 	r, rerr := dialSocket(path)
 	if rerr != nil {
 		return nil, fmt.Errorf("%w; its admin socket did not answer either (%v)", err, rerr)
