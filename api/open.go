@@ -313,6 +313,9 @@ func (c *Client) writable() error {
 }
 
 // Redactor returns the redaction rules this client shows jobs with.
+// Through a runner's admin API they are those of this client's own
+// refusals (every value hidden): the runner redacts the jobs it answers
+// with the names its store records.
 func (c *Client) Redactor() *redact.Redactor { return c.red }
 
 // SetNotify registers a function called after each enqueue, so a runner in
