@@ -102,7 +102,7 @@ func (c *Client) checkHost(raw string) error {
 		return invalid("url host", h, "no link-local or metadata addresses (169.254.0.0/16, fe80::/10, 100.100.100.200, 192.0.0.192, fd00:ec2::254) while an allowlist is set")
 	}
 	if !c.allow.allows(h) {
-		return invalid("url host", h, "a host on the allowlist (--allow-host)")
+		return invalid("url host", h, "a host on the allowlist")
 	}
 	return nil
 }
@@ -123,7 +123,7 @@ func SendCheck(allowHosts []string) (func(ctx context.Context, rawURL string) er
 		}
 		h := u.Hostname()
 		if !a.allows(h) {
-			return fmt.Errorf("allowlist: host %q is not allowed (--allow-host): %w", h, runner.ErrNotAllowed)
+			return fmt.Errorf("allowlist: host %q is not on the allowlist: %w", h, runner.ErrNotAllowed)
 		}
 		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", h)
 		if err != nil {

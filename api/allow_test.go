@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -65,30 +64,5 @@ func TestStatusQueryKeepsToTheAllowlist(t *testing.T) {
 	}
 	if n := queries.Load(); n != 0 || j.State != "needs_attention" {
 		t.Errorf("status server (localhost, not on the allowlist) got %d queries; job %s, want 0 and needs_attention", n, j.State)
-	}
-}
-
-// Defaults every Enqueue would refuse are refused by Open, naming the
-// option, and nothing is created.
-func TestOpenRefusesBadDefaults(t *testing.T) {
-	t.Parallel()
-	for _, o := range []api.Options{
-		{DefaultMaxAttempts: 500},
-		{DefaultDeadline: 365 * 24 * time.Hour},
-		{DefaultAttemptTimeout: time.Hour},
-	} {
-		path := filepath.Join(t.TempDir(), "d.db")
-		c, err := api.Open(path, &o)
-		if err == nil {
-			c.Close()
-			t.Errorf("Open(%+v) = nil error, want a refusal", o)
-			continue
-		}
-		if !strings.Contains(err.Error(), "invalid Default") {
-			t.Errorf("Open(%+v) = %v, want an error naming the option", o, err)
-		}
-		if _, err := os.Stat(path); !os.IsNotExist(err) {
-			t.Errorf("refused Open created %s", path)
-		}
 	}
 }

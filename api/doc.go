@@ -5,9 +5,16 @@
 // List and Stats, steer them with Cancel, Retry and Resolve, and embed a
 // runner with client.NewRunner(cfg), which wires the client's redaction
 // and host allowlist into it (runner.New over client.Store() wires
-// neither). The admin HTTP API in this
-// package serves the same operations to the CLI while a runner holds the
-// file.
+// neither).
+//
+// One Client type serves every way to reach the jobs: the bbolt file
+// itself, or, when a runner holds the file, that runner's admin API on
+// the socket beside it (Open tries it first; DialSocket and DialTCP
+// reach it alone). Through a runner, the operations that need the store
+// itself (Check, Sweep, NewRunner) return ErrNotOffered. The client of
+// the admin API lives here for that reason; its server is package admin,
+// which imports this one. Metrics are package metrics: an application
+// that imports api links neither the admin server nor Prometheus.
 //
 // Jobs are returned as *Job views: credentials in headers and URLs are
 // redacted, bodies are not included.

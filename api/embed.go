@@ -5,10 +5,9 @@ import (
 
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
-	"github.com/idemrun/idemrun/store/bolt"
 )
 
-var _ runner.Store = (*bolt.DB)(nil)
+var _ runner.Store = store.Store(nil)
 
 // NewRunner returns a runner over this client's database, wired to it:
 // enqueues wake the runner, error texts are scrubbed with the client's
@@ -19,6 +18,9 @@ var _ runner.Store = (*bolt.DB)(nil)
 // too. Fields already set in cfg are kept. Use it rather than runner.New
 // over Store(), which wires none of this.
 func (c *Client) NewRunner(cfg runner.Config) (*runner.Runner, error) {
+	if c.rem != nil {
+		return nil, c.notOffered("a runner")
+	}
 	if cfg.Redact == nil {
 		cfg.Redact = c.Scrub
 	}
@@ -42,7 +44,15 @@ func (c *Client) NewRunner(cfg runner.Config) (*runner.Runner, error) {
 			cfg.DialControl = dialControl
 		}
 	}
-	r := runner.New(c.db, cfg)
+	// Wait reads a job again after each of the runner's writes.
+	onWrite := cfg.OnWrite
+	cfg.OnWrite = func(j *store.Job) {
+		if onWrite != nil {
+			onWrite(j)
+		}
+		c.changes.wake()
+	}
+	r := runner.New(c.st, cfg)
 	c.SetNotify(r.Notify)
 	return r, nil
 }

@@ -26,6 +26,16 @@ type Job struct {
 
 	Existing bool `json:"existing,omitempty"`
 
+	// Owner is the runner instance working a running job (the owner of
+	// its claim); empty for the other states.
+	Owner string `json:"owner,omitempty"`
+	// Lease says, for a running job, whether its owner still holds its
+	// lease: LeaseAlive, or LeaseExpired when that runner is gone (killed,
+	// or cut off from the store) and the attempt it started becomes an
+	// unknown outcome when a runner next rescues it. Empty for the other
+	// states, and when the leases could not be read.
+	Lease string `json:"lease,omitempty"`
+
 	MaxAttempts int `json:"max_attempts"`
 	// AttemptsLeft is what the attempt limit still allows. Attempts counts
 	// every attempt started, some of which the limit does not count: sends
@@ -47,6 +57,32 @@ type Job struct {
 	Result         *Result       `json:"result,omitempty"`
 	History        []store.Event `json:"history,omitempty"`
 	HistoryDropped int           `json:"history_dropped,omitempty"`
+}
+
+// Values of Job.Lease.
+const (
+	LeaseAlive   = "alive"
+	LeaseExpired = "expired"
+)
+
+// RunnerGone reports whether the job is running under a runner whose
+// lease has expired.
+func (j *Job) RunnerGone() bool { return j.State == store.StateRunning && j.Lease == LeaseExpired }
+
+// setLease fills the owner and lease of a running job from leases, the
+// store's leases at one moment.
+func (c *Client) setLease(v *Job, j *store.Job, leases []store.Lease, err error) {
+	if j.State != store.StateRunning {
+		return
+	}
+	v.Owner = j.Owner
+	if err != nil {
+		return
+	}
+	v.Lease = LeaseExpired
+	if l, ok := store.LeaseOf(leases, j.Owner); ok && l.Alive(c.opts.Now()) {
+		v.Lease = LeaseAlive
+	}
 }
 
 // Result is the answer that ended a job.
@@ -130,6 +166,10 @@ func (c *Client) summaryWith(j *store.Job, scrub func(string) string) *Job {
 func (c *Client) view(j *store.Job) *Job {
 	scrub := c.scrubber(j)
 	v := c.summaryWith(j, scrub)
+	if j.State == store.StateRunning {
+		leases, err := c.st.Leases()
+		c.setLease(v, j, leases, err)
+	}
 	v.Fingerprint = j.Fingerprint
 	for _, h := range j.Request.Header {
 		v.Headers = append(v.Headers, WireHeader{Name: h.Name, Value: c.red.HeaderValue(h.Name, h.Value)})

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/internal/adminwire"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -25,25 +26,28 @@ import (
 // dbPath: the file name plus ".sock".
 func SocketPath(dbPath string) string { return dbPath + ".sock" }
 
-// Remote performs the CLI's operations through a running runner's admin
-// API. It satisfies Service.
-type Remote struct {
+// remote is the HTTP client of a runner's admin API (package admin
+// serves it): what a Client uses when a runner holds its store.
+type remote struct {
 	base   string
 	token  string
+	where  string // the socket or address, for messages
 	client *http.Client
 }
 
-var _ Service = (*Remote)(nil)
+// errSocketRefused marks an admin socket that is not this user's: Open
+// then warns and opens the file instead.
+var errSocketRefused = errors.New("admin socket refused")
 
-// DialSocket connects to the admin socket beside the database at dbPath and
-// checks that it answers within 2 seconds. The socket must be this user's
-// and, where the system tells, so must the process serving it: a socket
-// another user put there is refused, so no credential goes to it and no
-// answer from it is trusted.
-func DialSocket(dbPath string) (*Remote, error) {
+// dialSocket connects to the admin socket beside the database at dbPath
+// and checks that it answers within 2 seconds. The socket must be this
+// user's and, where the system tells, so must the process serving it: a
+// socket another user put there is refused, so no credential goes to it
+// and no answer from it is trusted.
+func dialSocket(dbPath string) (*remote, error) {
 	sock := SocketPath(dbPath)
 	if err := checkSocketFile(sock); err != nil {
-		return nil, fmt.Errorf("admin socket refused: %w", err)
+		return nil, fmt.Errorf("%w: %w", errSocketRefused, err)
 	}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -54,13 +58,13 @@ func DialSocket(dbPath string) (*Remote, error) {
 			}
 			if err := checkPeer(c); err != nil {
 				c.Close()
-				return nil, fmt.Errorf("admin socket refused: %w", err)
+				return nil, fmt.Errorf("%w: %w", errSocketRefused, err)
 			}
 			return c, nil
 		},
 		MaxIdleConnsPerHost: 4,
 	}
-	r := &Remote{base: "http://idemrun", client: &http.Client{Transport: tr, Timeout: 5 * time.Minute, CheckRedirect: noRedirects}}
+	r := &remote{base: "http://idemrun", where: sock, client: &http.Client{Transport: tr, Timeout: 5 * time.Minute, CheckRedirect: noRedirects}}
 	if err := r.ping(); err != nil {
 		tr.CloseIdleConnections()
 		return nil, fmt.Errorf("admin socket %s: %w", sock, err)
@@ -68,23 +72,24 @@ func DialSocket(dbPath string) (*Remote, error) {
 	return r, nil
 }
 
-// DialTCP connects to an admin API served on TCP at addr (host:port) with a
-// bearer token.
-func DialTCP(addr, token string) (*Remote, error) {
-	r := &Remote{base: "http://" + addr, token: token, client: &http.Client{Timeout: 5 * time.Minute, CheckRedirect: noRedirects}}
+// dialTCP connects to an admin API served on TCP at addr (host:port) with
+// a bearer token.
+func dialTCP(addr, token string) (*remote, error) {
+	r := &remote{base: "http://" + addr, token: token, where: addr, client: &http.Client{Timeout: 5 * time.Minute, CheckRedirect: noRedirects}}
 	if err := r.ping(); err != nil {
 		return nil, fmt.Errorf("admin api %s: %w", addr, err)
 	}
 	return r, nil
 }
 
-func (r *Remote) ping() error {
+func (r *remote) ping() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return r.do(ctx, http.MethodGet, "/v1/health", nil, nil)
+	return r.do(ctx, http.MethodGet, adminwire.PathHealth, nil, nil)
 }
 
-// RemoteError is an error answered by the admin API, with its stable code.
+// RemoteError is an error answered by a runner's admin API, with its
+// stable code.
 type RemoteError struct {
 	Status  int
 	Code    string
@@ -97,19 +102,19 @@ func (e *RemoteError) Error() string { return e.Message }
 // (and the CLI's exit codes) treat remote and local errors alike.
 func (e *RemoteError) Is(target error) bool {
 	switch e.Code {
-	case CodeInvalid, CodeTooLarge:
+	case adminwire.CodeInvalid, adminwire.CodeTooLarge:
 		return target == ErrInvalid
-	case CodeNotFound:
+	case adminwire.CodeNotFound:
 		return target == store.ErrNotFound
-	case CodeKeyConflict:
+	case adminwire.CodeKeyConflict:
 		return target == store.ErrKeyConflict
-	case CodeIllegalTransition:
+	case adminwire.CodeIllegalTransition:
 		return target == store.ErrIllegalTransition
 	}
 	return false
 }
 
-func (r *Remote) do(ctx context.Context, method, path string, in, out any) error {
+func (r *remote) do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -141,12 +146,12 @@ func (r *Remote) do(ctx context.Context, method, path string, in, out any) error
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		var we WireError
+		var we adminwire.Error
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if json.Unmarshal(b, &we) == nil && we.Error.Code != "" {
 			return &RemoteError{Status: resp.StatusCode, Code: we.Error.Code, Message: we.Error.Message}
 		}
-		return &RemoteError{Status: resp.StatusCode, Code: CodeInternal, Message: fmt.Sprintf("admin api: %s: %s", resp.Status, strings.TrimSpace(string(b)))}
+		return &RemoteError{Status: resp.StatusCode, Code: adminwire.CodeInternal, Message: fmt.Sprintf("admin api: %s: %s", resp.Status, strings.TrimSpace(string(b)))}
 	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
@@ -167,11 +172,12 @@ func (r *Remote) do(ctx context.Context, method, path string, in, out any) error
 // *OutcomeUnknownError.
 var ErrOutcomeUnknown = errors.New("the runner may or may not have done it")
 
-// OutcomeUnknownError is returned by Remote's writes when the request was
-// sent but no answer came. For Enqueue and EnqueueMany, Keys holds the
-// idempotency key of each job sent (in the order of the items, generated
-// here for items without one): enqueueing the same requests again under
-// these keys is safe, and finds the jobs the runner did store.
+// OutcomeUnknownError is returned by writes through a runner's admin API
+// when the request was sent but no answer came. For Enqueue and
+// EnqueueMany, Keys holds the idempotency key of each job sent (in the
+// order of the items, generated here for items without one): enqueueing
+// the same requests again under these keys is safe, and finds the jobs
+// the runner did store.
 type OutcomeUnknownError struct {
 	Keys []string
 	Err  error
@@ -214,18 +220,13 @@ func keysOf(items []ManyItem) []string {
 	return keys
 }
 
-// Enqueue enqueues through the runner.
-func (r *Remote) Enqueue(ctx context.Context, req Request, o EnqueueOptions) (EnqueueResult, error) {
-	// Checked here as well as by the runner: JSON would change bytes
-	// that are not UTF-8 before the runner could refuse them.
-	if _, err := Validate(req, o, nil); err != nil {
-		return EnqueueResult{}, err
-	}
+// enqueue sends one job that the client has validated.
+func (r *remote) enqueue(ctx context.Context, req Request, o EnqueueOptions) (EnqueueResult, error) {
 	if o.Key == "" {
 		o.Key = idemkey.New() // here, so an unknown outcome can name it
 	}
-	var out wireEnqueueResult
-	if err := r.do(ctx, http.MethodPost, "/v1/jobs", toWire(req, o), &out); err != nil {
+	var out adminwire.Enqueued[*Job]
+	if err := r.do(ctx, http.MethodPost, adminwire.PathJobs, SpecOf(req, o), &out); err != nil {
 		if ue, ok := errors.AsType[*OutcomeUnknownError](err); ok {
 			ue.Keys = []string{o.Key}
 		}
@@ -235,53 +236,54 @@ func (r *Remote) Enqueue(ctx context.Context, req Request, o EnqueueOptions) (En
 }
 
 // batchBody is the admin API's body for a batch enqueue of the items that
-// pass Validate (checked here because JSON would silently change bytes
-// that are not UTF-8), refused when it is over MaxAdminBatchBody. at holds
-// the position in items of each job in the body; invalid holds each other
-// item's refusal, by position.
-func batchBody(items []ManyItem) (body []byte, at []int, invalid map[int]error, err error) {
-	in := struct {
-		Jobs []WireEnqueue `json:"jobs"`
-	}{Jobs: make([]WireEnqueue, 0, len(items))}
+// pass check (checked here because JSON would silently change bytes that
+// are not UTF-8), refused when it is over adminwire.MaxBatchBody. at
+// holds the position in items of each job in the body; invalid holds each
+// other item's refusal, by position.
+func batchBody(items []ManyItem, check func(*Request, *EnqueueOptions) error) (body []byte, at []int, invalid map[int]error, err error) {
+	in := adminwire.Batch[EnqueueSpec]{Jobs: make([]EnqueueSpec, 0, len(items))}
 	for i, it := range items {
-		if _, err := Validate(it.Request, it.Options, nil); err != nil {
+		req, o := it.Request, it.Options
+		req.Header = slices.Clone(req.Header)
+		if err := check(&req, &o); err != nil {
 			if invalid == nil {
 				invalid = map[int]error{}
 			}
 			invalid[i] = err
 			continue
 		}
-		in.Jobs = append(in.Jobs, toWire(it.Request, it.Options))
+		in.Jobs = append(in.Jobs, SpecOf(req, o))
 		at = append(at, i)
 	}
 	b, err := json.Marshal(in)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if len(b) > MaxAdminBatchBody {
+	if len(b) > adminwire.MaxBatchBody {
 		return nil, nil, nil, &InvalidError{Field: "batch", Value: fmt.Sprintf("(%d jobs, %d bytes as the admin API carries them)", len(items), len(b)),
-			Accepted: fmt.Sprintf("at most %d bytes (64 MiB) per batch; split it into smaller ones", MaxAdminBatchBody)}
+			Accepted: fmt.Sprintf("at most %d bytes (64 MiB) per batch; split it into smaller ones", adminwire.MaxBatchBody)}
 	}
 	return b, at, invalid, nil
 }
 
 // CheckBatch refuses a batch the admin API could not carry in one request
-// (over MaxAdminBatchBody once encoded), so a caller such as the CLI can
-// hold every batch to the same limit whether a runner holds the file or
-// not.
+// (over 64 MiB once encoded), so a caller such as the CLI can hold every
+// batch to the same limit whether a runner holds the file or not.
 func CheckBatch(items []ManyItem) error {
-	_, _, _, err := batchBody(items)
+	c := validator(nil, nil)
+	_, _, _, err := batchBody(items, c.validate)
 	return err
 }
 
-// EnqueueMany enqueues a batch through the runner. As with
-// Client.EnqueueMany, invalid jobs and key conflicts get their own Err and
-// the others are stored. A returned error means nothing was stored, except
-// an *OutcomeUnknownError (errors.Is ErrOutcomeUnknown): the batch was sent
-// and may have been stored; its Keys let it be sent again safely.
-func (r *Remote) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResult, error) {
+// enqueueMany sends a batch; check validates (and fills the defaults of)
+// each item first. As with the store, invalid jobs and key conflicts get
+// their own Err and the others are stored. A returned error means nothing
+// was stored, except an *OutcomeUnknownError (errors.Is
+// ErrOutcomeUnknown): the batch was sent and may have been stored; its
+// Keys let it be sent again safely.
+func (r *remote) enqueueMany(ctx context.Context, items []ManyItem, check func(*Request, *EnqueueOptions) error) ([]ManyResult, error) {
 	items = withKeys(items)
-	in, at, invalid, err := batchBody(items)
+	in, at, invalid, err := batchBody(items, check)
 	if err != nil {
 		return nil, err
 	}
@@ -292,10 +294,8 @@ func (r *Remote) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 	if len(at) == 0 {
 		return res, nil
 	}
-	var out struct {
-		Results []wireManyResult `json:"results"`
-	}
-	if err := r.do(ctx, http.MethodPost, "/v1/jobs/batch", json.RawMessage(in), &out); err != nil {
+	var out adminwire.Results[*Job]
+	if err := r.do(ctx, http.MethodPost, adminwire.PathBatch, json.RawMessage(in), &out); err != nil {
 		if ue, ok := errors.AsType[*OutcomeUnknownError](err); ok {
 			ue.Keys = keysOf(items)
 		}
@@ -314,20 +314,18 @@ func (r *Remote) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 	return res, nil
 }
 
-// Get returns a job by id or key.
-func (r *Remote) Get(ctx context.Context, idOrKey string) (*Job, error) {
+func (r *remote) get(ctx context.Context, idOrKey string) (*Job, error) {
 	if idOrKey == "" {
 		return nil, errNoJob() // the path would name the collection, not a job
 	}
 	var j Job
-	if err := r.do(ctx, http.MethodGet, "/v1/jobs/"+pathSegment(idOrKey), nil, &j); err != nil {
+	if err := r.do(ctx, http.MethodGet, adminwire.PathJobs+"/"+pathSegment(idOrKey), nil, &j); err != nil {
 		return nil, err
 	}
 	return &j, nil
 }
 
-// List returns a page of jobs.
-func (r *Remote) List(ctx context.Context, f ListFilter) (ListPage, error) {
+func (r *remote) list(ctx context.Context, f ListFilter) (ListPage, error) {
 	if f.Limit < 0 {
 		return ListPage{}, invalid("limit", strconv.Itoa(f.Limit), fmt.Sprintf("an integer from 1 to %d", store.MaxListLimit))
 	}
@@ -345,51 +343,31 @@ func (r *Remote) List(ctx context.Context, f ListFilter) (ListPage, error) {
 		q.Set("oldest", "true")
 	}
 	var p ListPage
-	err := r.do(ctx, http.MethodGet, "/v1/jobs?"+q.Encode(), nil, &p)
+	err := r.do(ctx, http.MethodGet, adminwire.PathJobs+"?"+q.Encode(), nil, &p)
 	return p, err
 }
 
-// Stats returns counts by state.
-func (r *Remote) Stats(ctx context.Context) (Stats, error) {
+func (r *remote) stats(ctx context.Context) (Stats, error) {
 	var s Stats
-	err := r.do(ctx, http.MethodGet, "/v1/stats", nil, &s)
+	err := r.do(ctx, http.MethodGet, adminwire.PathStats, nil, &s)
 	return s, err
 }
 
-func (r *Remote) steer(ctx context.Context, op, id string, in wireSteer) (*Job, error) {
-	// Checked here too: JSON would change bytes that are not UTF-8 before
-	// the runner could refuse them.
-	if err := checkSteer(in.Actor, in.Note); err != nil {
-		return nil, err
-	}
+// steer sends a cancel, retry or resolve (op) of the job id.
+func (r *remote) steer(ctx context.Context, op, id string, in adminwire.Steer) (*Job, error) {
 	if id == "" {
 		return nil, errNoJob()
 	}
 	var j Job
-	if err := r.do(ctx, http.MethodPost, "/v1/jobs/"+pathSegment(id)+"/"+op, in, &j); err != nil {
+	if err := r.do(ctx, http.MethodPost, adminwire.PathJobs+"/"+pathSegment(id)+"/"+op, in, &j); err != nil {
 		return nil, err
 	}
 	return &j, nil
 }
 
-// Cancel cancels a pending job.
-func (r *Remote) Cancel(ctx context.Context, idOrKey, actor, note string) (*Job, error) {
-	return r.steer(ctx, "cancel", idOrKey, wireSteer{Actor: actor, Note: note})
-}
-
-// Retry retries a failed job.
-func (r *Remote) Retry(ctx context.Context, idOrKey, actor, note string) (*Job, error) {
-	return r.steer(ctx, "retry", idOrKey, wireSteer{Actor: actor, Note: note})
-}
-
-// Resolve resolves a needs_attention job.
-func (r *Remote) Resolve(ctx context.Context, idOrKey string, as State, actor, note string) (*Job, error) {
-	return r.steer(ctx, "resolve", idOrKey, wireSteer{As: string(as), Actor: actor, Note: note})
-}
-
-// Backup streams a consistent copy of the database into w.
-func (r *Remote) Backup(ctx context.Context, w io.Writer) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+"/v1/backup", nil)
+// backup streams a consistent copy of the database into w.
+func (r *remote) backup(ctx context.Context, w io.Writer) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+adminwire.PathBackup, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -419,14 +397,14 @@ func pathSegment(s string) string {
 
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// Close releases idle connections.
-func (r *Remote) Close() error {
+// close releases idle connections.
+func (r *remote) close() error {
 	r.client.CloseIdleConnections()
 	return nil
 }
 
 // errNoJob is the answer to an empty id or key: no job has it, as the
-// Client answers.
+// store answers.
 func errNoJob() error {
 	return fmt.Errorf("%w: no job has the empty id or key", store.ErrNotFound)
 }

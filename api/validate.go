@@ -111,7 +111,7 @@ func validateURL(red *redact.Redactor, field, raw string) error {
 		return invalid(field, shown(), acc)
 	}
 	if u.User != nil {
-		return &InvalidError{Field: field, Value: strconv.Quote(u.Scheme + "://REDACTED@" + u.Host), Accepted: acc + "; put credentials in a header (-H 'Authorization: ...')"}
+		return &InvalidError{Field: field, Value: strconv.Quote(u.Scheme + "://REDACTED@" + u.Host), Accepted: acc + "; put credentials in a header (Authorization: …)"}
 	}
 	if u.Hostname() == "" || u.Opaque != "" {
 		return invalid(field, shown(), acc)
@@ -187,7 +187,7 @@ func validateHeader(h Header) error {
 			return invalid("header Host", h.Value, "a host name or [IPv6] address with an optional :port, so it is sent exactly as stored")
 		}
 	case idemkey.HeaderName, "X-Idempotency-Key":
-		return invalid("header name", h.Name, "any header but Idempotency-Key: idemrun sets it from --key")
+		return invalid("header name", h.Name, "any header but Idempotency-Key: idemrun sets it from the job's key")
 	case "Content-Length", "Transfer-Encoding", "Connection", "Te", "Trailer", "Upgrade", "Keep-Alive", "Proxy-Connection":
 		return invalid("header name", h.Name, "end-to-end headers; idemrun sets framing headers itself")
 	}
@@ -357,12 +357,22 @@ func validateWith(red *redact.Redactor, req Request, o EnqueueOptions, allowHost
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: Options{DefaultMaxAttempts: DefaultMaxAttempts, DefaultDeadline: DefaultDeadline, DefaultAttemptTimeout: DefaultAttemptTO}, allow: a, red: red}
+	c := validator(red, a)
 	req.Header = append([]Header(nil), req.Header...)
 	if err := c.validate(&req, &o); err != nil {
 		return nil, err
 	}
 	return &req, nil
+}
+
+// validator is a client without a store, for checking input as Enqueue
+// does with the default limits; red shows the refused values (nil: the
+// default names).
+func validator(red *redact.Redactor, a *hostAllow) *Client {
+	if red == nil {
+		red = redact.Default()
+	}
+	return &Client{opts: Options{DefaultMaxAttempts: DefaultMaxAttempts, DefaultDeadline: DefaultDeadline, DefaultAttemptTimeout: DefaultAttemptTO}, allow: a, red: red}
 }
 
 // validHostValue accepts host, host:port, [v6] and [v6]:port, the forms

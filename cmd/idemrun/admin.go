@@ -114,7 +114,7 @@ func (m *Main) check(ctx context.Context, args []string) error {
 	} else if fs.NArg() > 1 {
 		return usagef("check: give at most one file")
 	}
-	c, err := api.Open(path, &api.Options{ReadOnly: true, LockTimeout: 2 * time.Second, Warn: m.Stderr})
+	c, err := api.Open(path, &api.Options{ReadOnly: true, Direct: true, LockTimeout: 2 * time.Second, Warn: m.Stderr})
 	if err != nil {
 		if errors.Is(err, bolt.ErrLocked) {
 			return fmt.Errorf("%w; check a copy instead: idemrun backup COPY && idemrun check COPY", err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemrun/idemrun/admin"
 	"github.com/idemrun/idemrun/api"
 )
 
@@ -36,7 +37,7 @@ func TestBackupOutlivesReadTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	fi := struct{ n int64 }{want.n}
-	srv := adminServer(api.AdminHandler(c, api.AdminOptions{}))
+	srv := adminServer(admin.Handler(c, admin.Options{}))
 	srv.ReadTimeout = time.Second
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -72,7 +73,7 @@ func TestWrongTokenWithBodySees401(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	srv := adminServer(api.AdminHandler(c, api.AdminOptions{Token: "0123456789abcdef0123"}))
+	srv := adminServer(admin.Handler(c, admin.Options{Token: "0123456789abcdef0123"}))
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	go srv.Serve(limitListener(ln, maxAdminConns))
 	defer srv.Close()

@@ -121,7 +121,7 @@ func (m *Main) report(err error) int {
 	case errors.As(err, &se):
 		return se.code
 	case errors.As(err, &ue), errors.Is(err, api.ErrInvalid):
-		fmt.Fprintf(m.Stderr, "idemrun: %s\n", withHint(err))
+		fmt.Fprintf(m.Stderr, "idemrun: %s%s\n", withHint(err), flagHint(err))
 		return exitUsage
 	case errors.Is(err, bolt.ErrNotDatabase), errors.Is(err, bolt.ErrNewerSchema), errors.Is(err, bolt.ErrLocked):
 		// Bad input in the foundation issue's list: a path that is not an
@@ -229,28 +229,25 @@ func (m *Main) printJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// openService opens the database file, or, when a runner holds it, the
-// runner's admin socket beside it. create says whether a missing file may
-// be created (only enqueue creates).
-// sendAgainIfUnknown runs the write fn on *svc. When the write reached a runner that
-// gave no answer (killed or restarted mid-request), it may or may not have
-// been done: fn runs once more on a service opened anew (the runner's
-// successor, or the file itself), which is safe because every job fn
-// enqueues carries its key from the first try; the jobs the first try
-// stored come back as existing.
-func sendAgainIfUnknown[T any](m *Main, path string, svc *api.Service, fn func(api.Service) (T, error)) (T, error) {
-	res, err := fn(*svc)
+// sendAgainIfUnknown runs the write fn on *c. When the write reached a
+// runner that gave no answer (killed or restarted mid-request), it may or
+// may not have been done: fn runs once more on a client opened anew (the
+// runner's successor, or the file itself), which is safe because every
+// job fn enqueues carries its key from the first try; the jobs the first
+// try stored come back as existing.
+func sendAgainIfUnknown[T any](m *Main, path string, c **api.Client, fn func(*api.Client) (T, error)) (T, error) {
+	res, err := fn(*c)
 	if !errors.Is(err, api.ErrOutcomeUnknown) {
 		return res, err
 	}
 	fmt.Fprintf(m.Stderr, "idemrun: warning: %v; sending it again\n", err)
-	(*svc).Close()
+	(*c).Close()
 	again, oerr := m.openService(path, true)
 	if oerr != nil {
-		*svc = nil
+		*c = nil
 		return res, fmt.Errorf("%w; and reopening %s failed (%v): check with `idemrun list` or `idemrun show KEY` before enqueueing again", err, path, oerr)
 	}
-	*svc = again
+	*c = again
 	res2, err2 := fn(again)
 	if err2 != nil && !errors.Is(err2, api.ErrOutcomeUnknown) {
 		// A definite refusal of the second try says nothing of the first,
@@ -260,18 +257,11 @@ func sendAgainIfUnknown[T any](m *Main, path string, svc *api.Service, fn func(a
 	return res2, err2
 }
 
-func (m *Main) openService(path string, create bool) (api.Service, error) {
-	// A socket beside the file usually means a runner holds it: ask it
-	// first, so commands do not wait out the lock timeout.
-	if _, err := os.Stat(api.SocketPath(path)); err == nil {
-		rem, err := api.DialSocket(path)
-		if err == nil {
-			return rem, nil
-		}
-		if strings.Contains(err.Error(), "admin socket refused") {
-			fmt.Fprintf(m.Stderr, "idemrun: warning: %v; opening the file instead\n", err)
-		}
-	}
+// openService opens the database file, or, when a runner holds it, a
+// client through the runner's admin socket beside it (api.Open chooses).
+// create says whether a missing file may be created (only enqueue
+// creates).
+func (m *Main) openService(path string, create bool) (*api.Client, error) {
 	opts := &api.Options{LockTimeout: 300 * time.Millisecond, MustExist: !create, Warn: m.Stderr}
 	c, err := api.Open(path, opts)
 	if err == nil {
@@ -284,14 +274,7 @@ func (m *Main) openService(path string, create bool) (api.Service, error) {
 			return c, nil
 		}
 	}
-	if !errors.Is(err, bolt.ErrLocked) {
-		return nil, err
-	}
-	rem, rerr := api.DialSocket(path)
-	if rerr == nil {
-		return rem, nil
-	}
-	return nil, fmt.Errorf("%w; its admin socket did not answer either (%v)", err, rerr)
+	return nil, err
 }
 
 func stateNames(ss []string) ([]store.State, error) {

@@ -47,15 +47,15 @@ func init() {
 // the first error (the runner serving the socket was killed), after
 // helperMaxJobs jobs, or after helperMaxRun.
 func helperEnqueuer(db, mode, url string) int {
-	var svc api.Service
+	var svc *api.Client
 	var err error
 	switch mode {
 	case "file":
-		svc, err = api.Open(db, &api.Options{LockTimeout: 5 * time.Second})
+		svc, err = api.Open(db, &api.Options{LockTimeout: 5 * time.Second, Direct: true})
 	case "many":
 		return helperEnqueueMany(db, url)
 	case "socket":
-		svc, err = api.DialSocket(db)
+		svc, err = api.DialSocket(db, nil)
 	default:
 		err = fmt.Errorf("unknown %s %q, want file or socket", helperModeEnv, mode)
 	}

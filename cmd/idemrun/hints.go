@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/store"
@@ -60,4 +61,24 @@ func resolveHint(j *api.Job) string {
 		return ""
 	}
 	return "idemrun resolve " + shellQuote(j.ID) + " --as succeeded|failed --note TEXT"
+}
+
+// flagHint names the flag behind a refusal of the lower layers, which
+// speak their own terms (the allowlist, the job's key, a list cursor).
+func flagHint(err error) string {
+	ie, ok := errors.AsType[*api.InvalidError](err)
+	if !ok {
+		return ""
+	}
+	switch {
+	case ie.Field == "url host":
+		return " (the allowlist is --allow-host)"
+	case ie.Field == "cursor":
+		return " (the --cursor a list printed, with the same --state filters)"
+	case strings.HasSuffix(ie.Field, "url") && strings.Contains(ie.Accepted, "put credentials in a header"):
+		return " (-H 'Authorization: ...')"
+	case ie.Field == "header name" && strings.Contains(ie.Accepted, "Idempotency-Key"):
+		return " (give the key with --key)"
+	}
+	return ""
 }

@@ -272,3 +272,26 @@ func TestBackupAfterAKilledOne(t *testing.T) {
 		t.Error("another backup's partial copy was touched")
 	}
 }
+
+// The api's refusals speak its own terms; the CLI names the flag behind
+// them where it prints them.
+func TestRefusalsNameTheFlag(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"enqueue", "--url", "http://other.example/x", "--allow-host", "good.example"}, "--allow-host"},
+		{[]string{"enqueue", "--url", "http://u:p@127.0.0.1:9/x"}, "-H 'Authorization"},
+		{[]string{"enqueue", "--url", "http://127.0.0.1:9/x", "-H", "Idempotency-Key: mine"}, "--key"},
+	} {
+		if r := e.run(c.args...); r.code != 2 || !strings.Contains(r.stderr, c.flag) {
+			t.Errorf("idemrun %v: got\n%s\nwant exit 2 naming %s", c.args, r, c.flag)
+		}
+	}
+	_, err := api.Validate(api.Request{URL: "http://other.example/x"}, api.EnqueueOptions{}, []string{"good.example"})
+	if err == nil || strings.Contains(err.Error(), "--") {
+		t.Errorf("the api's refusal of a host off the allowlist: %v, want one that names no flag", err)
+	}
+}

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/idemkey"
-	"github.com/idemrun/idemrun/internal/strictjson"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -121,8 +118,8 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 	}
 	o.KeyFormat = kf
 	if fs.Changed("run-at") {
-		if o.RunAt, err = parseRunAt(*runAt, time.Now()); err != nil {
-			return &api.InvalidError{Field: "run-at", Value: fmt.Sprintf("%q", *runAt), Accepted: runAtAccepted}
+		if o.RunAt, err = api.ParseRunAt(*runAt, time.Now()); err != nil {
+			return &api.InvalidError{Field: "run-at", Value: fmt.Sprintf("%q", *runAt), Accepted: api.RunAtAccepted}
 		}
 	}
 	// Validate (allowlist included) before the file is touched, so bad
@@ -144,7 +141,7 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 			svc.Close()
 		}
 	}()
-	res, err := sendAgainIfUnknown(m, path, &svc, func(s api.Service) (api.EnqueueResult, error) { return s.Enqueue(ctx, req, o) })
+	res, err := sendAgainIfUnknown(m, path, &svc, func(s *api.Client) (api.EnqueueResult, error) { return s.Enqueue(ctx, req, o) })
 	if errors.Is(err, api.ErrOutcomeUnknown) {
 		return fmt.Errorf("%w; the job's key is %s: enqueue the same request again with --key %s", err, o.Key, o.Key)
 	}
@@ -204,170 +201,21 @@ func openInput(name, field, accepted string) (*os.File, error) {
 	return f, nil
 }
 
-// runAtAccepted is what --run-at and a --from line's run_at accept.
-const runAtAccepted = "a time in RFC 3339 (2026-12-24T09:00:00Z, 2026-12-24T10:00:00+01:00) or a positive duration from now (90s, 10m, 2h), before the job's deadline"
-
-// parseRunAt reads a first-attempt time: RFC 3339, or a duration after now.
-func parseRunAt(s string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return time.Time{}, fmt.Errorf("not a time or a positive duration: %q", s)
-	}
-	return now.Add(d), nil
-}
-
-// jsonLine is one job of `enqueue --from`.
-type jsonLine struct {
-	Method         string            `json:"method"`
-	URL            string            `json:"url"`
-	Headers        map[string]string `json:"headers"`
-	HeaderLines    []string          `json:"header_lines"`
-	Data           *string           `json:"data"`
-	Key            string            `json:"key"`
-	KeyFormat      string            `json:"key_format"`
-	StatusURL      string            `json:"status_url"`
-	KeyTTL         api.Duration      `json:"key_ttl"`
-	MaxAttempts    int               `json:"max_attempts"`
-	Deadline       api.Duration      `json:"deadline"`
-	AttemptTimeout api.Duration      `json:"attempt_timeout"`
-	ReplaySafe     bool              `json:"replay_safe"`
-	NoEffectStatus []int             `json:"no_effect_statuses"`
-	RunAt          string            `json:"run_at"`
-
-	present map[string]bool // the fields the line gives, by lower-case name
-}
-
 // fromFieldList names the fields of a --from line.
-const fromFieldList = "url, method, headers, header_lines, data, key, key_format, status_url, key_ttl, max_attempts, deadline, attempt_timeout, replay_safe, no_effect_statuses, run_at"
+var fromFieldList = strings.Join(api.EnqueueFields(), ", ")
 
-// fromFields is what each field of a --from line accepts, for errors.
-var fromFields = map[string]string{
-	"url":                `a string: an absolute http:// or https:// URL`,
-	"method":             `a string such as "POST"`,
-	"headers":            `an object of header names to string values`,
-	"header_lines":       `an array of "Name: value" strings`,
-	"data":               `a string: the request body`,
-	"key":                `a string: the idempotency key`,
-	"key_format":         `"token" or "structured"`,
-	"status_url":         `a string: the status URL template with {key} and/or {id}`,
-	"key_ttl":            `a duration string such as "24h" (a bare number is refused: its unit would be a guess)`,
-	"max_attempts":       `an integer from 1 to 100`,
-	"deadline":           `a duration string such as "15m" (a bare number is refused: its unit would be a guess)`,
-	"attempt_timeout":    `a duration string such as "10s" (a bare number is refused: its unit would be a guess)`,
-	"replay_safe":        `true or false`,
-	"no_effect_statuses": `an array of HTTP statuses such as [503]`,
-	"run_at":             `a string: ` + runAtAccepted,
-}
-
-// parseJSONLine decodes one --from line field by field, so an error names
-// the field and its value.
-func parseJSONLine(text string, line int) (jsonLine, error) {
-	var jl jsonLine
-	if err := strictjson.Check([]byte(text)); err != nil {
-		return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d", line), Value: fmt.Sprintf("(%d bytes)", len(text)), Accepted: "one JSON object per line, valid UTF-8, each field once (" + err.Error() + ")"}
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(text), &raw); err != nil || raw == nil {
-		why := "not a JSON object"
-		if err != nil {
-			why = err.Error()
+// atLine names the --from line in a refusal of that line: a refusal of
+// the line as a whole is the line's, one of a field is the line's field.
+func atLine(line int, err error) error {
+	if ie, ok := errors.AsType[*api.InvalidError](err); ok {
+		if ie.Field == api.SpecWhole {
+			return &api.InvalidError{Field: fmt.Sprintf("--from line %d", line), Value: ie.Value, Accepted: strings.Replace(ie.Accepted, "one JSON object", "one JSON object per line", 1)}
 		}
-		return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d", line), Value: fmt.Sprintf("(%d bytes)", len(text)), Accepted: "one JSON object per line with the fields " + fromFieldList + " (" + why + ")"}
-	}
-	names := make([]string, 0, len(raw))
-	for n := range raw {
-		names = append(names, n)
-	}
-	slices.Sort(names) // the first bad field, the same on every run
-	targets := map[string]any{
-		"url": &jl.URL, "method": &jl.Method, "headers": &jl.Headers, "header_lines": &jl.HeaderLines, "data": &jl.Data,
-		"key": &jl.Key, "key_format": &jl.KeyFormat, "status_url": &jl.StatusURL, "key_ttl": &jl.KeyTTL,
-		"max_attempts": &jl.MaxAttempts, "deadline": &jl.Deadline, "attempt_timeout": &jl.AttemptTimeout,
-		"replay_safe": &jl.ReplaySafe, "no_effect_statuses": &jl.NoEffectStatus, "run_at": &jl.RunAt,
-	}
-	jl.present = map[string]bool{}
-	seen := map[string]string{}
-	for _, n := range names {
-		// Field names match without regard to case, as encoding/json's do.
-		dst, ok := targets[strings.ToLower(n)]
-		if prev, dup := seen[strings.ToLower(n)]; dup {
-			return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d", line), Value: fmt.Sprintf("fields %q and %q", prev, n),
-				Accepted: "each field once (names match without regard to case)"}
-		}
-		seen[strings.ToLower(n)] = n
-		jl.present[strings.ToLower(n)] = true
-		if !ok {
-			return jl, &api.InvalidError{Field: fmt.Sprintf("--from line %d", line), Value: fmt.Sprintf("field %q", n),
-				Accepted: "the fields " + fromFieldList}
-		}
-		if err := json.Unmarshal(raw[n], dst); err != nil {
-			field := fmt.Sprintf("--from line %d: %s", line, n)
-			if mayHoldSecrets[strings.ToLower(n)] {
-				return jl, &api.InvalidError{Field: field, Value: shownField(raw[n]), Accepted: fromFields[strings.ToLower(n)]}
-			}
-			return jl, api.Invalid(field, string(raw[n]), fromFields[strings.ToLower(n)])
+		if slices.Contains(api.EnqueueFields(), ie.Field) {
+			return &api.InvalidError{Field: fmt.Sprintf("--from line %d: %s", line, ie.Field), Value: ie.Value, Accepted: ie.Accepted}
 		}
 	}
-	return jl, nil
-}
-
-// mayHoldSecrets are the --from fields whose values may carry credentials
-// (a token in a URL, an Authorization header, a key, a body): a refusal
-// shows their kind and size, never their text, as the admin API does.
-var mayHoldSecrets = map[string]bool{"url": true, "headers": true, "header_lines": true, "data": true, "key": true, "status_url": true}
-
-// shownField is how a refused --from field that may hold secrets is shown:
-// the kind of JSON value and its size.
-func shownField(raw json.RawMessage) string {
-	kind := "JSON value"
-	if v := bytes.TrimSpace(raw); len(v) > 0 {
-		switch v[0] {
-		case '{':
-			kind = "JSON object"
-		case '[':
-			kind = "JSON array"
-		case '"':
-			kind = "JSON string"
-		case 't', 'f':
-			kind = "JSON boolean"
-		case 'n':
-			kind = "JSON null"
-		default:
-			kind = "JSON number"
-		}
-	}
-	return fmt.Sprintf("(a %s, %d bytes)", kind, len(raw))
-}
-
-// checkGiven refuses a field the line gives with an empty or zero value,
-// as the flags refuse an empty --key, --max-attempts 0 or --deadline 0: to get
-// the default, a line leaves the field out.
-func (jl jsonLine) checkGiven(line int) error {
-	bad := func(name, value, accepted string) error {
-		return &api.InvalidError{Field: fmt.Sprintf("--from line %d: %s", line, name), Value: value, Accepted: accepted + "; leave the field out for the default"}
-	}
-	switch {
-	case jl.present["method"] && jl.Method == "":
-		return bad("method", `""`, "an HTTP method such as POST")
-	case jl.present["key"] && jl.Key == "":
-		return bad("key", `""`, api.KeyAccepted)
-	case jl.present["key_format"] && jl.KeyFormat == "":
-		return bad("key_format", `""`, fromFields["key_format"])
-	case jl.present["max_attempts"] && jl.MaxAttempts < 1:
-		return bad("max_attempts", fmt.Sprint(jl.MaxAttempts), fromFields["max_attempts"])
-	}
-	for _, d := range []struct {
-		name string
-		v    api.Duration
-	}{{"key_ttl", jl.KeyTTL}, {"deadline", jl.Deadline}, {"attempt_timeout", jl.AttemptTimeout}} {
-		if jl.present[d.name] && d.v <= 0 {
-			return bad(d.name, fmt.Sprintf("%q", time.Duration(d.v).String()), "a positive duration such as \"30s\"")
-		}
-	}
-	return nil
+	return fmt.Errorf("--from line %d: %w", line, err)
 }
 
 func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []string, asJSON bool) error {
@@ -392,46 +240,13 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 		if text == "" {
 			continue
 		}
-		jl, err := parseJSONLine(text, line)
+		spec, err := api.DecodeEnqueue([]byte(text))
 		if err != nil {
-			return err
+			return atLine(line, err)
 		}
-		if err := jl.checkGiven(line); err != nil {
-			return err
-		}
-		req := api.Request{Method: jl.Method, URL: jl.URL}
-		names := make([]string, 0, len(jl.Headers))
-		for n := range jl.Headers {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		for _, n := range names {
-			req.Header = append(req.Header, api.Header{Name: n, Value: jl.Headers[n]})
-		}
-		for _, hl := range jl.HeaderLines {
-			h, err := api.ParseHeaderLine(hl)
-			if err != nil {
-				return fmt.Errorf("--from line %d: %w", line, err)
-			}
-			req.Header = append(req.Header, h)
-		}
-		if jl.Data != nil {
-			req.Body = []byte(*jl.Data)
-		}
-		o := api.EnqueueOptions{Key: jl.Key, StatusURL: jl.StatusURL, KeyTTL: time.Duration(jl.KeyTTL), MaxAttempts: jl.MaxAttempts,
-			Deadline: time.Duration(jl.Deadline), AttemptTimeout: time.Duration(jl.AttemptTimeout), ReplaySafe: jl.ReplaySafe,
-			NoEffectStatuses: jl.NoEffectStatus}
-		if jl.KeyFormat != "" {
-			kf, err := idemkey.ParseFormat(jl.KeyFormat)
-			if err != nil {
-				return &api.InvalidError{Field: fmt.Sprintf("--from line %d: key_format", line), Value: fmt.Sprintf("%q", jl.KeyFormat), Accepted: fromFields["key_format"]}
-			}
-			o.KeyFormat = kf
-		}
-		if jl.present["run_at"] {
-			if o.RunAt, err = parseRunAt(jl.RunAt, now); err != nil {
-				return &api.InvalidError{Field: fmt.Sprintf("--from line %d: run_at", line), Value: fmt.Sprintf("%q", jl.RunAt), Accepted: runAtAccepted}
-			}
+		req, o, err := spec.Parts(now)
+		if err != nil {
+			return atLine(line, err)
 		}
 		if _, err := api.ValidateFor(path, req, o, allow); err != nil {
 			return fmt.Errorf("--from line %d: %w", line, err)
@@ -471,7 +286,7 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 			svc.Close()
 		}
 	}()
-	res, err := sendAgainIfUnknown(m, path, &svc, func(s api.Service) ([]api.ManyResult, error) { return s.EnqueueMany(ctx, items) })
+	res, err := sendAgainIfUnknown(m, path, &svc, func(s *api.Client) ([]api.ManyResult, error) { return s.EnqueueMany(ctx, items) })
 	if errors.Is(err, api.ErrOutcomeUnknown) {
 		// Name every key: lines that had none got theirs here, and only
 		// these keys make a re-run safe.
@@ -574,7 +389,7 @@ func (m *Main) list(ctx context.Context, args []string) error {
 		} else if j.LastClass != "" {
 			last = j.LastClass
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.MaxAttempts-j.AttemptsLeft, j.MaxAttempts, last, j.Method, trunc(j.URL, 48), ago(j.UpdatedAt), trunc(j.Key, 40))
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, stateOf(j), j.MaxAttempts-j.AttemptsLeft, j.MaxAttempts, last, j.Method, trunc(j.URL, 48), ago(j.UpdatedAt), trunc(j.Key, 40))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -724,12 +539,31 @@ func (m *Main) show(ctx context.Context, args []string) error {
 	return renderJob(m.Stdout, j)
 }
 
+// stateOf is a job's state as list and show print it: a running job
+// whose runner's lease expired says so, as nobody is working it.
+func stateOf(j *api.Job) string {
+	if j.RunnerGone() {
+		return "running, runner gone"
+	}
+	return string(j.State)
+}
+
 func renderJob(w io.Writer, j *api.Job) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
 	p("id", "%s", j.ID)
 	p("key", "%s", j.Key)
-	p("state", "%s", j.State)
+	p("state", "%s", stateOf(j))
+	if j.Owner != "" {
+		switch {
+		case j.RunnerGone():
+			p("runner", "%s, gone (its lease expired): the next runner to start takes the attempt it started as an unknown outcome", j.Owner)
+		case j.Lease == api.LeaseAlive:
+			p("runner", "%s (lease alive)", j.Owner)
+		default:
+			p("runner", "%s", j.Owner)
+		}
+	}
 	if j.Reason != "" {
 		p("reason", "%s", printable(j.Reason))
 	}
@@ -860,18 +694,18 @@ func (m *Main) stats(ctx context.Context, args []string) error {
 }
 
 func (m *Main) cancel(ctx context.Context, args []string) error {
-	return m.steer(ctx, "cancel", args, func(svc api.Service, id, note string) (*api.Job, error) {
+	return m.steer(ctx, "cancel", args, func(svc *api.Client, id, note string) (*api.Job, error) {
 		return svc.Cancel(ctx, id, api.Actor(), note)
 	})
 }
 
 func (m *Main) retry(ctx context.Context, args []string) error {
-	return m.steer(ctx, "retry", args, func(svc api.Service, id, note string) (*api.Job, error) {
+	return m.steer(ctx, "retry", args, func(svc *api.Client, id, note string) (*api.Job, error) {
 		return svc.Retry(ctx, id, api.Actor(), note)
 	})
 }
 
-func (m *Main) steer(ctx context.Context, name string, args []string, fn func(svc api.Service, id, note string) (*api.Job, error)) error {
+func (m *Main) steer(ctx context.Context, name string, args []string, fn func(svc *api.Client, id, note string) (*api.Job, error)) error {
 	fs, db := m.flags(name, "ID [--note TEXT] [--json]")
 	note := fs.String("note", "", "why (recorded in the history)")
 	asJSON := fs.Bool("json", false, "print the job as JSON")

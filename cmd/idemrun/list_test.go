@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/store"
 )
 
 // nextArgs turns the "more: idemrun list ..." line a page prints into the
@@ -106,18 +111,38 @@ func TestCLIListPages(t *testing.T) {
 	}
 }
 
-// Every field of a --from line reaches its place in the job line.
-func TestParseJSONLineFields(t *testing.T) {
-	jl, err := parseJSONLine(`{"url":"http://h/x","method":"PUT","headers":{"A":"1"},"header_lines":["B: 2"],"data":"d","key":"k",`+
-		`"key_format":"structured","status_url":"http://h/s/{key}","key_ttl":"24h","max_attempts":3,"deadline":"1h",`+
-		`"attempt_timeout":"5s","replay_safe":true,"no_effect_statuses":[503,502]}`, 1)
+// A job left running by a runner that is gone (killed mid-attempt) says
+// so in list and show: with the file opened directly, no runner holds a
+// lease, so nobody is working it.
+func TestListShowRunnerGone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.ok("enqueue", "--url", "http://127.0.0.1:9/a", "--key", "gone-1")
+	c, err := api.Open(e.db, &api.Options{Direct: true, Warn: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := fmt.Sprintf("%s %s %v %v %s %s %s %s %s %d %s %s %v %v", jl.URL, jl.Method, jl.Headers, jl.HeaderLines, *jl.Data, jl.Key,
-		jl.KeyFormat, jl.StatusURL, time.Duration(jl.KeyTTL), jl.MaxAttempts, time.Duration(jl.Deadline), time.Duration(jl.AttemptTimeout), jl.ReplaySafe, jl.NoEffectStatus)
-	want := "http://h/x PUT map[A:1] [B: 2] d k structured http://h/s/{key} 24h0m0s 3 1h0m0s 5s true [503 502]"
-	if got != want {
-		t.Errorf("parsed line:\n got %s\nwant %s", got, want)
+	// killed-runner holds a lease in this handle, claims, and is gone
+	// when the handle closes, as a killed runner process is.
+	if err := c.Store().Register(context.Background(), store.RunnerInfo{ID: "killed-runner", Workers: 1}, time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	claims, err := c.Store().ClaimDue(context.Background(), store.ClaimRequest{State: store.StatePending, Now: time.Now().Add(time.Second), Limit: 1, Owner: "killed-runner"})
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim: %d claims, %v", len(claims), err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.ok("list"); !strings.Contains(r.stdout, "running, runner gone") {
+		t.Errorf("list of a job whose runner is gone:\n%s\nwant its state as running, runner gone", r)
+	}
+	r := e.ok("show", "gone-1")
+	if !strings.Contains(r.stdout, "running, runner gone") || !strings.Contains(r.stdout, "killed-runner, gone") {
+		t.Errorf("show of a job whose runner is gone:\n%s\nwant its state and runner to say so", r)
+	}
+	j := jsonObject(t, e.ok("show", "gone-1", "--json"))
+	if j["state"] != "running" || j["owner"] != "killed-runner" || j["lease"] != "expired" {
+		t.Errorf("show --json: state %v owner %v lease %v, want running, killed-runner, expired", j["state"], j["owner"], j["lease"])
 	}
 }

@@ -17,7 +17,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idemrun/idemrun/admin"
 	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/metrics"
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/statusquery"
 )
@@ -115,7 +117,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	tuneGC(m.Getenv)
 	path := m.dbPath(*db)
 	_, statErr := os.Stat(path)
-	client, err := api.Open(path, &api.Options{AllowHosts: *allow, Warn: m.Stderr})
+	client, err := api.Open(path, &api.Options{AllowHosts: *allow, Warn: m.Stderr, Direct: true})
 	if err != nil {
 		return err
 	}
@@ -128,7 +130,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 
 	checker := &statusquery.HTTPChecker{Timeout: *statusTimeout, TLSConfig: tlsConfig}
-	metrics := api.NewMetrics(client)
+	met := metrics.New(client.Store())
 	cfg := runner.Config{
 		Workers:         *wf.workers,
 		MaxConnsPerHost: *wf.maxConns,
@@ -144,7 +146,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		PollInterval:    *poll,
 		StartupSpread:   *spread,
 		HTTPChecker:     checker,
-		OnEvent:         metrics.ObserveEvent,
+		OnEvent:         met.ObserveEvent,
 		TLSConfig:       tlsConfig,
 	}
 	r, err := client.NewRunner(cfg)
@@ -155,7 +157,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	handler2 := api.AdminHandler(client, api.AdminOptions{Metrics: metrics.Handler()})
+	handler2 := admin.Handler(client, admin.Options{Metrics: met.Handler()})
 	if !*noSocket {
 		closeSock, err := serveSocket(api.SocketPath(path), handler2, logger)
 		if err != nil {
@@ -168,7 +170,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("admin api: listen %s: %w", *adminAddr, err)
 		}
-		srv := adminServer(api.AdminHandler(client, api.AdminOptions{Token: token, Metrics: metrics.Handler()}))
+		srv := adminServer(admin.Handler(client, admin.Options{Token: token, Metrics: met.Handler()}))
 		go func() { _ = srv.Serve(limitListener(ln, maxAdminConns)) }()
 		defer srv.Close()
 		logger.Info("admin api on tcp", "addr", ln.Addr().String())

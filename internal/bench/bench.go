@@ -318,7 +318,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	os.Remove(manyPath)
 	fmt.Fprintf(cfg.Out, "EnqueueMany: %.0f jobs/s\n", res.EnqueueManyJobsPerS)
 
-	c, err := api.Open(dbPath, nil)
+	c, err := api.Open(dbPath, &api.Options{Direct: true})
 	if err != nil {
 		return nil, err
 	}
@@ -328,9 +328,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			c.Close()
 		}
 	}()
+	db, err := boltOf(c)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Preload > 0 {
 		start := time.Now()
-		if err := preload(ctx, c.Store(), cfg.Preload); err != nil {
+		if err := preload(ctx, db, cfg.Preload); err != nil {
 			return nil, err
 		}
 		res.PreloadSeconds = time.Since(start).Seconds()
@@ -376,12 +380,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// Work them.
 	var commitN, commitOps atomic.Int64
 	var commitDur atomic.Int64
-	c.Store().SetCommitObserver(func(d time.Duration, ops int) {
+	db.SetCommitObserver(func(d time.Duration, ops int) {
 		commitN.Add(1)
 		commitOps.Add(int64(ops))
 		commitDur.Add(int64(d))
 	})
-	commits0, _ := c.Store().Counters()
+	commits0, _ := db.Counters()
 	var succeeded atomic.Int64
 	done := make(chan struct{})
 	var doneOnce sync.Once
@@ -435,7 +439,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if j := lost.Load(); j != nil {
 		return nil, fmt.Errorf("bench: job %s ended %s (%s); its figures would not be of N worked jobs", j.ID, j.State, j.LastError)
 	}
-	commits1, _ := c.Store().Counters()
+	commits1, _ := db.Counters()
 	res.WorkedJobsPerS = float64(cfg.Jobs) / el.Seconds()
 	res.CommitsPerJob = float64(commits1-commits0) / float64(cfg.Jobs)
 	res.TargetRequestsReceived = tgt.requests.Load()
@@ -444,7 +448,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		// POSTs than jobs means a job was sent twice.
 		return nil, fmt.Errorf("bench: the target received %d POSTs for %d jobs that each succeeded once; want exactly %d", posts, cfg.Jobs, cfg.Jobs)
 	}
-	c.Store().SetCommitObserver(func(time.Duration, int) {})
+	db.SetCommitObserver(func(time.Duration, int) {})
 	if n := commitN.Load(); n > 0 {
 		res.CommitMsAvg = ms(time.Duration(commitDur.Load() / n))
 		res.OpsPerCommit = float64(commitOps.Load()) / float64(n)
@@ -467,7 +471,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	closed = true
 	tgt.resetFirst()
 	t0 := time.Now()
-	c2, err := api.Open(dbPath, nil)
+	c2, err := api.Open(dbPath, &api.Options{Direct: true})
 	if err != nil {
 		return nil, err
 	}
@@ -502,19 +506,33 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // for the EnqueueMany store: its figure is on the same store size as the
 // others).
 func preloadFile(ctx context.Context, path string, n int) error {
-	c, err := api.Open(path, nil)
+	c, err := api.Open(path, &api.Options{Direct: true})
 	if err != nil {
 		return err
 	}
-	if err := preload(ctx, c.Store(), n); err != nil {
+	db, err := boltOf(c)
+	if err == nil {
+		err = preload(ctx, db, n)
+	}
+	if err != nil {
 		c.Close()
 		return err
 	}
 	return c.Close()
 }
 
+// boltOf is the bbolt store under c: the bench measures bbolt's commits
+// (Counters) and fills the file below the api (Seed).
+func boltOf(c *api.Client) (*bolt.DB, error) {
+	db, ok := c.Store().(*bolt.DB)
+	if !ok {
+		return nil, fmt.Errorf("bench: the store is %T, not a bbolt file", c.Store())
+	}
+	return db, nil
+}
+
 func enqueueMany(ctx context.Context, path, url string, n int) (float64, error) {
-	c, err := api.Open(path, nil)
+	c, err := api.Open(path, &api.Options{Direct: true})
 	if err != nil {
 		return 0, err
 	}

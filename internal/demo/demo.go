@@ -305,7 +305,7 @@ func runOnce(ctx context.Context, cfg Config, dbPath string, final bool, rng *ra
 
 // verify compares every job with the target's ground truth.
 func verify(dbPath string, target *faketarget.Server, keys []string, sum *Summary) error {
-	c, err := api.Open(dbPath, &api.Options{LockTimeout: 5 * time.Second, MustExist: true})
+	c, err := api.Open(dbPath, &api.Options{LockTimeout: 5 * time.Second, MustExist: true, Direct: true})
 	if err != nil {
 		return fmt.Errorf("demo: reopen: %w", err)
 	}

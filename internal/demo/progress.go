@@ -25,7 +25,7 @@ type progress struct {
 func (p *progress) poll(ctx context.Context, dbPath string) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
-	var rem *api.Remote
+	var rem *api.Client
 	defer func() {
 		if rem != nil {
 			rem.Close()
@@ -38,7 +38,7 @@ func (p *progress) poll(ctx context.Context, dbPath string) {
 		case <-t.C:
 		}
 		if rem == nil {
-			r, err := api.DialSocket(dbPath)
+			r, err := api.DialSocket(dbPath, &api.Options{Warn: io.Discard})
 			if err != nil {
 				continue
 			}

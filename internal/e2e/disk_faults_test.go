@@ -195,7 +195,8 @@ func TestMetaFsyncFailureAcknowledgesNothing(t *testing.T) {
 	c := openAt(t, path, api.Options{Store: &bolt.Options{CommitLinger: 50 * time.Millisecond}})
 	r.storeThenFailNextMeta(c, path)
 
-	commits0, _ := c.Store().Counters()
+	db := c.Store().(*bolt.DB)
+	commits0, _ := db.Counters()
 	// Two enqueues at once: one batch, one commit.
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
@@ -207,7 +208,7 @@ func TestMetaFsyncFailureAcknowledgesNothing(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	commits1, _ := c.Store().Counters()
+	commits1, _ := db.Counters()
 	t.Logf("enqueue results after the meta fsync failed: %v (commits acknowledged by the writer meanwhile: %d)", errs, commits1-commits0)
 	if commits1 != commits0 {
 		t.Fatalf("the batch committed: the fault did not hit")

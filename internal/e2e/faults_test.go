@@ -248,14 +248,14 @@ func TestEnqueueCommitFails(t *testing.T) {
 // claimMarker marks the runner's claims, so the commit hook can fail
 // exactly the commit that would record "attempt N started".
 type claimMarker struct {
-	*bolt.DB
+	store.Store
 	claiming *atomic.Int32
 }
 
 func (m claimMarker) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Claim, error) {
 	m.claiming.Add(1)
 	defer m.claiming.Add(-1)
-	return m.DB.ClaimDue(ctx, req)
+	return m.Store.ClaimDue(ctx, req)
 }
 
 // When the attempt record cannot be committed, the request is not sent:
@@ -277,7 +277,7 @@ func TestClaimCommitFailsSendsNothing(t *testing.T) {
 	job := enqueue(t, c, tg.url(), []byte(`{"amount":7}`), api.EnqueueOptions{Key: "claim-fire"})
 	cfg := faultConfig()
 	cfg.UntilIdle = false
-	r := runner.New(claimMarker{DB: c.Store(), claiming: &claiming}, cfg)
+	r := runner.New(claimMarker{Store: c.Store(), claiming: &claiming}, cfg)
 	stop := runInBackground(t, r)
 	waitFor(t, refused, 3, "refused claim commits")
 	if err := stop(); err != nil {

@@ -180,3 +180,23 @@ func duplicates(text []byte) error {
 		}
 	}
 }
+
+// Decode decodes exactly one JSON value of v's shape from text, refusing
+// what Check refuses, fields v does not have, and anything after the
+// value. Its error reads as what is accepted, for a refusal that names
+// the input ("JSON as written: …").
+func Decode(text []byte, v any) error {
+	if err := Check(text); err != nil {
+		return fmt.Errorf("JSON as written: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("a JSON object of the documented shape (%w)", err)
+	}
+	// dec.More alone lets a stray "}" or "]" through.
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("exactly one JSON object, nothing after it")
+	}
+	return nil
+}

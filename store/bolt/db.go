@@ -341,6 +341,9 @@ func (db *DB) init() error {
 // Path returns the file the store was opened from.
 func (db *DB) Path() string { return db.path }
 
+// Location is the file's path, as given to Open (store.Located).
+func (db *DB) Location() string { return db.path }
+
 // Close stops the writer after it has committed every queued operation, then
 // closes the file.
 func (db *DB) Close() error {

@@ -395,3 +395,9 @@ func (db *DB) Check() (store.CheckReport, error) {
 	}
 	return rep, nil
 }
+
+// CursorFits is the function CursorFits for this store, so a client that
+// holds the store as a store.Store can check a cursor before listing.
+func (db *DB) CursorFits(cursor string, states []store.State) bool {
+	return CursorFits(cursor, states)
+}

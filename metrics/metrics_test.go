@@ -1,4 +1,4 @@
-package api
+package metrics
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
 )
@@ -26,12 +27,12 @@ func TestStatusQueriesCountedOnce(t *testing.T) {
 	}))
 	defer tg.Close()
 
-	c, err := Open(filepath.Join(t.TempDir(), "m.db"), nil)
+	c, err := api.Open(filepath.Join(t.TempDir(), "m.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	m := NewMetrics(c)
+	m := New(c.Store())
 	parked := make(chan struct{})
 	r, err := c.NewRunner(runner.Config{
 		Workers:       2,
@@ -55,8 +56,8 @@ func TestStatusQueriesCountedOnce(t *testing.T) {
 	go func() { defer close(done); _ = r.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	res, err := c.Enqueue(ctx, Request{Method: "POST", URL: tg.URL + "/op", Body: []byte("x")},
-		EnqueueOptions{Key: "metrics-once", StatusURL: tg.URL + "/status/{key}", Deadline: 400 * time.Millisecond, AttemptTimeout: 200 * time.Millisecond})
+	res, err := c.Enqueue(ctx, api.Request{Method: "POST", URL: tg.URL + "/op", Body: []byte("x")},
+		api.EnqueueOptions{Key: "metrics-once", StatusURL: tg.URL + "/status/{key}", Deadline: 400 * time.Millisecond, AttemptTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

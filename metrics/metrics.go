@@ -1,4 +1,10 @@
-package api
+// Package metrics is the Prometheus metrics of a runner and its store:
+// jobs by state, attempts by class, status queries by outcome, commit and
+// attempt latency, queue lag. It is its own package so that an
+// application importing api links no Prometheus client; a runner that
+// serves metrics (idemrun run) wires it in: New over the store, and
+// ObserveEvent as runner.Config.OnEvent.
+package metrics
 
 import (
 	"net/http"
@@ -21,10 +27,11 @@ type Metrics struct {
 	commitOps prometheus.Histogram
 }
 
-// NewMetrics builds the metrics for c and hooks commit timing into its
-// store. Jobs by state and queue lag are read at scrape time from the
-// counters and the due index (constant time).
-func NewMetrics(c *Client) *Metrics {
+// New builds the metrics of the store s. Jobs by state and queue lag are
+// read at scrape time (Stats and OldestDue). Commit timing is observed
+// when s reports its commits (store.CommitObserver); the commit metrics
+// stay empty otherwise.
+func New(s store.Jobs) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "idemrun_attempts_total", Help: "Attempts finished, by class.",
@@ -37,25 +44,24 @@ func NewMetrics(c *Client) *Metrics {
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18),
 	})
 	m.commitD = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "idemrun_commit_duration_seconds", Help: "Duration of one bbolt write transaction (group commit).",
+		Name: "idemrun_commit_duration_seconds", Help: "Duration of one write transaction of the store (group commit).",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 	})
 	m.commitOps = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "idemrun_commit_operations", Help: "Operations per committed write transaction.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 	})
-	db := c.Store()
 	jobs := prometheus.NewDesc("idemrun_jobs", "Jobs by state.", []string{"state"}, nil)
 	lag := prometheus.NewDesc("idemrun_queue_lag_seconds", "Now minus the oldest due next_run_at among pending jobs (0 when none is due).", nil, nil)
 	m.reg.MustRegister(m.attempts, m.queries, m.attemptD, m.commitD, m.commitOps,
 		collectorFunc{descs: []*prometheus.Desc{jobs, lag}, collect: func(ch chan<- prometheus.Metric) {
-			if st, err := db.Stats(); err == nil {
+			if st, err := s.Stats(); err == nil {
 				for s, n := range st {
 					ch <- prometheus.MustNewConstMetric(jobs, prometheus.GaugeValue, float64(n), string(s))
 				}
 			}
 			l := 0.0
-			if t, err := db.OldestDue(store.StatePending); err == nil && !t.IsZero() {
+			if t, err := s.OldestDue(store.StatePending); err == nil && !t.IsZero() {
 				if d := time.Since(t); d > 0 {
 					l = d.Seconds()
 				}
@@ -65,10 +71,12 @@ func NewMetrics(c *Client) *Metrics {
 	for _, cl := range []string{"succeeded", "no_effect", "permanent", "unknown", "in_progress", "key_mismatch"} {
 		m.attempts.WithLabelValues(cl)
 	}
-	db.SetCommitObserver(func(d time.Duration, ops int) {
-		m.commitD.Observe(d.Seconds())
-		m.commitOps.Observe(float64(ops))
-	})
+	if co, ok := s.(store.CommitObserver); ok {
+		co.SetCommitObserver(func(d time.Duration, ops int) {
+			m.commitD.Observe(d.Seconds())
+			m.commitOps.Observe(float64(ops))
+		})
+	}
 	return m
 }
 

@@ -8,18 +8,15 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/idemrun/idemrun/idemkey"
+	"github.com/idemrun/idemrun/internal/adminwire"
 	"github.com/idemrun/idemrun/internal/parallel"
-	"github.com/idemrun/idemrun/internal/redact"
-	"github.com/idemrun/idemrun/statusquery"
 	"github.com/idemrun/idemrun/store"
-	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // Header is one request header line; order is kept.
@@ -76,168 +73,6 @@ type EnqueueOptions struct {
 	// RunAt delays the first attempt. Defaults to now.
 	RunAt time.Time
 }
-
-// Options configures Open. A nil *Options means all defaults.
-type Options struct {
-	// LockTimeout is how long Open waits for another process's file lock.
-	// Defaults to 2 seconds.
-	LockTimeout time.Duration
-	// ReadOnly opens the file for reading only (it must exist).
-	ReadOnly bool
-	// MustExist refuses to create a missing file.
-	MustExist bool
-	// Now is the clock. Defaults to time.Now.
-	Now func() time.Time
-	// SensitiveHeaders are shown redacted in addition to Authorization,
-	// Proxy-Authorization, Cookie, Set-Cookie and X-Api-Key. They are
-	// recorded in the database (unless it is opened read-only), so every
-	// later open redacts them too — the CLI, a runner's admin API and its
-	// logs — without being told; a recorded name is never removed.
-	SensitiveHeaders []string
-	// SensitiveParams are URL query parameters shown redacted in addition to
-	// api_key, token, access_token, signature and the like; recorded in the
-	// database as SensitiveHeaders are.
-	SensitiveParams []string
-	// AllowHosts, when non-empty, limits targets to these hosts (exact, or
-	// "*.example.com" for subdomains); link-local and metadata addresses
-	// are refused. Defaults to any host.
-	AllowHosts []string
-	// DefaultMaxAttempts is a job's attempt limit when it gives none.
-	// Defaults to 5.
-	DefaultMaxAttempts int
-	// DefaultDeadline is a job's deadline when it gives none. Defaults to
-	// 15 minutes.
-	DefaultDeadline time.Duration
-	// DefaultAttemptTimeout is a job's attempt timeout when it gives none.
-	// Defaults to 10 seconds.
-	DefaultAttemptTimeout time.Duration
-	// Store passes storage options through (fault hooks, batch size).
-	Store *bolt.Options
-	// Warn receives warnings (e.g. a database file readable by others).
-	// Defaults to standard error.
-	Warn io.Writer
-}
-
-// Client is an open idemrun database: what application code uses to
-// enqueue, inspect and steer jobs, and to embed a runner.
-type Client struct {
-	db    *bolt.DB
-	opts  Options
-	red   *redact.Redactor
-	allow *hostAllow
-	// notify, when set by a runner embedded in this process, wakes it after
-	// an enqueue.
-	notify func()
-	// lastTemplate is the status URL template parsed last (see template).
-	lastTemplate atomic.Pointer[statusquery.Template]
-}
-
-// Open opens or creates the idemrun database at path.
-func Open(path string, opts *Options) (*Client, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.DefaultMaxAttempts <= 0 {
-		o.DefaultMaxAttempts = DefaultMaxAttempts
-	}
-	if o.DefaultDeadline <= 0 {
-		o.DefaultDeadline = DefaultDeadline
-	}
-	if o.DefaultAttemptTimeout <= 0 {
-		o.DefaultAttemptTimeout = DefaultAttemptTO
-	}
-	// Defaults every Enqueue would refuse are refused here, once.
-	if o.DefaultMaxAttempts > MaxAttemptsLimit {
-		return nil, invalid("DefaultMaxAttempts", strconv.Itoa(o.DefaultMaxAttempts), fmt.Sprintf("0 (the default, %d) or an integer up to %d", DefaultMaxAttempts, MaxAttemptsLimit))
-	}
-	if o.DefaultDeadline > MaxDeadline {
-		return nil, invalid("DefaultDeadline", o.DefaultDeadline.String(), fmt.Sprintf("0 (the default, %s) or a duration up to %s", DefaultDeadline, MaxDeadline))
-	}
-	if o.DefaultAttemptTimeout > MaxAttemptTimeout {
-		return nil, invalid("DefaultAttemptTimeout", o.DefaultAttemptTimeout.String(), fmt.Sprintf("0 (the default, %s) or a duration up to %s", DefaultAttemptTO, MaxAttemptTimeout))
-	}
-	if o.Warn == nil {
-		o.Warn = os.Stderr
-	}
-	allow, err := newHostAllow(o.AllowHosts)
-	if err != nil {
-		return nil, err
-	}
-	so := bolt.Options{}
-	if o.Store != nil {
-		so = *o.Store
-	}
-	if o.LockTimeout > 0 {
-		so.LockTimeout = o.LockTimeout
-	}
-	so.ReadOnly = so.ReadOnly || o.ReadOnly
-	so.MustExist = so.MustExist || o.MustExist
-	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
-		fmt.Fprintf(o.Warn, "idemrun: warning: %s has mode %04o; it holds request credentials, make it private: chmod 600 %s\n", path, fi.Mode().Perm(), path)
-	}
-	db, err := bolt.Open(path, &so)
-	if err != nil {
-		return nil, err
-	}
-	red, err := sensitiveNames(db, so.ReadOnly, o.SensitiveHeaders, o.SensitiveParams, o.Warn)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	return &Client{db: db, opts: o, red: red, allow: allow}, nil
-}
-
-// sensitiveNames records the extra sensitive names this open was given in
-// the database (unless it is read-only) and returns the redaction rules for
-// them and for every name recorded by earlier opens: a name an application
-// marked sensitive stays redacted for the CLI, a runner's admin API and its
-// logs, which open the file with no options of their own. Recorded names
-// that cannot be read (a damaged value) hide every header and parameter
-// value instead, with a warning, until an open that gives names rebuilds
-// the list (store.AddSensitiveNames); the file still opens, so `idemrun
-// check` can report it.
-func sensitiveNames(db *bolt.DB, readOnly bool, headers, params []string, warn io.Writer) (*redact.Redactor, error) {
-	if !readOnly {
-		rebuilt, err := db.AddSensitiveNames(headers, params)
-		if err != nil {
-			return nil, err
-		}
-		if rebuilt {
-			fmt.Fprintf(warn, "idemrun: warning: %s: a damaged list of recorded sensitive names was rebuilt from the names given and every name still readable in it (a name that was not is lost: give it again)\n", db.Path())
-		}
-	}
-	hs, ps, err := db.SensitiveNames()
-	switch {
-	case errors.Is(err, store.ErrCorrupt):
-		fmt.Fprintf(warn, "idemrun: warning: %v; every header value and URL parameter value is shown redacted until the application that set its sensitive names opens it with them again (idemrun check reports it)\n", err)
-		return redact.All(), nil
-	case err != nil:
-		return nil, err
-	}
-	if len(hs)+len(ps)+len(headers)+len(params) == 0 {
-		return redact.Default(), nil
-	}
-	return redact.New(append(hs, headers...), append(ps, params...)), nil
-}
-
-// Close closes the database after every acknowledged write is on disk.
-func (c *Client) Close() error { return c.db.Close() }
-
-// Store returns the underlying store, for tools that work on it directly.
-// To embed a runner use NewRunner, which also wires this client's
-// redaction and host allowlist into it.
-func (c *Client) Store() *bolt.DB { return c.db }
-
-// Redactor returns the redaction rules this client shows jobs with.
-func (c *Client) Redactor() *redact.Redactor { return c.red }
-
-// SetNotify registers a function called after each enqueue, so a runner in
-// the same process starts due work at once.
-func (c *Client) SetNotify(fn func()) { c.notify = fn }
 
 // EnqueueResult is the outcome of an enqueue.
 type EnqueueResult struct {
@@ -303,11 +138,24 @@ func (c *Client) BuildJob(req Request, o EnqueueOptions) (*store.Job, error) {
 // existing job (Existing); the same key with a different request fails with
 // an error matching store.ErrKeyConflict that names the job holding it.
 func (c *Client) Enqueue(ctx context.Context, req Request, o EnqueueOptions) (EnqueueResult, error) {
+	if c.rem != nil {
+		if err := c.writable(); err != nil {
+			return EnqueueResult{}, err
+		}
+		// Checked here as well as by the runner: JSON would change bytes
+		// that are not UTF-8 before the runner could refuse them, and
+		// this client's defaults are sent with the job.
+		req.Header = slices.Clone(req.Header)
+		if err := c.validate(&req, &o); err != nil {
+			return EnqueueResult{}, err
+		}
+		return c.rem.enqueue(ctx, req, o)
+	}
 	j, err := c.BuildJob(req, o)
 	if err != nil {
 		return EnqueueResult{}, err
 	}
-	res, err := c.db.Enqueue(ctx, j)
+	res, err := c.st.Enqueue(ctx, j)
 	if err != nil {
 		return EnqueueResult{}, err
 	}
@@ -335,12 +183,18 @@ type ManyResult struct {
 // transaction, with Enqueue's key rules per job. Invalid jobs and key
 // conflicts get their own Err; the returned error means nothing was stored.
 func (c *Client) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResult, error) {
+	if c.rem != nil {
+		if err := c.writable(); err != nil {
+			return nil, err
+		}
+		return c.rem.enqueueMany(ctx, items, c.validate)
+	}
 	// Validation, fingerprints, encoding and the views (redacted URLs and
 	// headers) are CPU work: the store spreads them over the cores while
 	// its writer inserts the jobs already made. A new job is stored as
 	// built, so its view is made here too.
 	views := make([]*Job, len(items))
-	res, err := c.db.EnqueueManyFunc(ctx, len(items), func(i int) (*store.Job, error) {
+	res, err := c.st.EnqueueManyFunc(ctx, len(items), func(i int) (*store.Job, error) {
 		j, err := c.BuildJob(items[i].Request, items[i].Options)
 		if err == nil {
 			views[i] = c.view(j)
@@ -374,6 +228,9 @@ func (c *Client) EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResul
 // Get returns the job with this id, or the job holding this key when the
 // argument is not a job id.
 func (c *Client) Get(ctx context.Context, idOrKey string) (*Job, error) {
+	if c.rem != nil {
+		return c.rem.get(ctx, idOrKey)
+	}
 	j, err := c.lookup(idOrKey)
 	if err != nil {
 		return nil, err
@@ -383,16 +240,24 @@ func (c *Client) Get(ctx context.Context, idOrKey string) (*Job, error) {
 
 // lookup finds a job by id, or by key when the argument is no job's id.
 func (c *Client) lookup(idOrKey string) (*store.Job, error) {
-	j, err := c.db.Get(idOrKey)
+	j, err := c.st.Get(idOrKey)
 	if errors.Is(err, store.ErrNotFound) {
-		j, err = c.db.GetByKey(idOrKey)
+		j, err = c.st.GetByKey(idOrKey)
 	}
 	return j, err
 }
 
 // GetByKey returns the job holding an idempotency key.
 func (c *Client) GetByKey(ctx context.Context, key string) (*Job, error) {
-	j, err := c.db.GetByKey(key)
+	if c.rem != nil {
+		// The admin API looks a job up by id or key.
+		j, err := c.rem.get(ctx, key)
+		if err == nil && j.Key != key {
+			return nil, fmt.Errorf("%w: no job holds the key %q", store.ErrNotFound, key)
+		}
+		return j, err
+	}
+	j, err := c.st.GetByKey(key)
 	if err != nil {
 		return nil, err
 	}
@@ -432,6 +297,9 @@ func uniqueStates(ss []State) []State {
 
 // List returns a page of jobs.
 func (c *Client) List(ctx context.Context, f ListFilter) (ListPage, error) {
+	if c.rem != nil {
+		return c.rem.list(ctx, f)
+	}
 	if f.Limit < 0 || f.Limit > store.MaxListLimit {
 		return ListPage{}, invalid("limit", fmt.Sprint(f.Limit), fmt.Sprintf("an integer from 1 to %d", store.MaxListLimit))
 	}
@@ -441,29 +309,41 @@ func (c *Client) List(ctx context.Context, f ListFilter) (ListPage, error) {
 		}
 	}
 	if f.Cursor != "" {
-		if !bolt.CursorFits(f.Cursor, f.States) {
-			return ListPage{}, invalid("cursor", f.Cursor, "the next cursor printed by the previous page of the same list (same --state filters)")
+		if cf, ok := c.st.(cursorChecker); ok && !cf.CursorFits(f.Cursor, f.States) {
+			return ListPage{}, invalid("cursor", f.Cursor, "the next cursor of the previous page of the same list (the same state filters)")
 		}
 	}
 	if f.Oldest && len(f.States) == 0 {
-		return ListPage{}, invalid("oldest", "true", "a state filter (--state)")
+		return ListPage{}, invalid("oldest", "true", "a state filter")
 	}
 	// A state named twice is listed once, where it first appears.
 	f.States = uniqueStates(f.States)
-	p, err := c.db.List(store.ListFilter{States: f.States, Limit: f.Limit, Cursor: f.Cursor, Oldest: f.Oldest})
+	p, err := c.st.List(store.ListFilter{States: f.States, Limit: f.Limit, Cursor: f.Cursor, Oldest: f.Oldest})
 	if err != nil {
 		return ListPage{}, err
 	}
 	out := ListPage{Next: p.Next, Jobs: make([]*Job, len(p.Jobs))}
+	leases, lerr := c.st.Leases() // one reading for the whole page
 	for i, j := range p.Jobs {
 		out.Jobs[i] = c.summary(j)
+		c.setLease(out.Jobs[i], j, leases, lerr)
 	}
 	return out, nil
 }
 
+// cursorChecker is a store that can tell a list cursor it could not have
+// printed, so a bad one is refused as invalid input (bbolt's cursors are
+// job ids or index positions).
+type cursorChecker interface {
+	CursorFits(cursor string, states []store.State) bool
+}
+
 // Stats returns how many jobs are in each state (constant time).
 func (c *Client) Stats(ctx context.Context) (Stats, error) {
-	m, err := c.db.Stats()
+	if c.rem != nil {
+		return c.rem.stats(ctx)
+	}
+	m, err := c.st.Stats()
 	if err != nil {
 		return nil, err
 	}
@@ -518,14 +398,18 @@ func (c *Client) Cancel(ctx context.Context, idOrKey, actor, note string) (*Job,
 	if err := checkSteer(actor, note); err != nil {
 		return nil, err
 	}
+	if c.rem != nil {
+		return c.steerRemote(ctx, "cancel", idOrKey, adminwire.Steer{Actor: actor, Note: note})
+	}
 	id, err := c.resolveID(idOrKey)
 	if err != nil {
 		return nil, err
 	}
-	j, err := c.db.Cancel(ctx, id, c.opts.Now().UTC(), actorOr(actor), note)
+	j, err := c.st.Cancel(ctx, id, c.opts.Now().UTC(), actorOr(actor), note)
 	if err != nil {
 		return nil, err
 	}
+	c.changes.wake()
 	return c.view(j), nil
 }
 
@@ -535,11 +419,14 @@ func (c *Client) Retry(ctx context.Context, idOrKey, actor, note string) (*Job, 
 	if err := checkSteer(actor, note); err != nil {
 		return nil, err
 	}
+	if c.rem != nil {
+		return c.steerRemote(ctx, "retry", idOrKey, adminwire.Steer{Actor: actor, Note: note})
+	}
 	id, err := c.resolveID(idOrKey)
 	if err != nil {
 		return nil, err
 	}
-	j, err := c.db.Retry(ctx, id, c.opts.Now().UTC(), actorOr(actor), note)
+	j, err := c.st.Retry(ctx, id, c.opts.Now().UTC(), actorOr(actor), note)
 	if err != nil {
 		return nil, err
 	}
@@ -561,15 +448,27 @@ func (c *Client) Resolve(ctx context.Context, idOrKey string, as State, actor, n
 	if err := checkSteer(actor, note); err != nil {
 		return nil, err
 	}
+	if c.rem != nil {
+		return c.steerRemote(ctx, "resolve", idOrKey, adminwire.Steer{As: string(as), Actor: actor, Note: note})
+	}
 	id, err := c.resolveID(idOrKey)
 	if err != nil {
 		return nil, err
 	}
-	j, err := c.db.Resolve(ctx, id, as, c.opts.Now().UTC(), actorOr(actor), note)
+	j, err := c.st.Resolve(ctx, id, as, c.opts.Now().UTC(), actorOr(actor), note)
 	if err != nil {
 		return nil, err
 	}
+	c.changes.wake()
 	return c.view(j), nil
+}
+
+// steerRemote sends a cancel, retry or resolve through the runner.
+func (c *Client) steerRemote(ctx context.Context, op, idOrKey string, in adminwire.Steer) (*Job, error) {
+	if err := c.writable(); err != nil {
+		return nil, err
+	}
+	return c.rem.steer(ctx, op, idOrKey, in)
 }
 
 func actorOr(a string) string {
@@ -580,31 +479,25 @@ func actorOr(a string) string {
 }
 
 // Backup writes a consistent copy of the database to w while work goes on.
+// A store that cannot copy itself while in use returns ErrNotOffered.
 func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
-	return c.db.Backup(w)
+	if c.rem != nil {
+		return c.rem.backup(ctx, w)
+	}
+	b, ok := c.st.(store.Backup)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s cannot be copied while in use; use the backend's own backup", ErrNotOffered, location(c.st))
+	}
+	return b.Backup(w)
 }
 
 // Check verifies the file (bbolt consistency and idemrun's invariants).
 func (c *Client) Check(ctx context.Context) (store.CheckReport, error) {
-	return c.db.Check()
+	if c.rem != nil {
+		return store.CheckReport{}, c.notOffered("a check")
+	}
+	return c.st.Check()
 }
-
-// Service is every operation the CLI performs. *Client does them on the
-// file; *Remote does them through a running runner's admin API.
-type Service interface {
-	Enqueue(ctx context.Context, req Request, o EnqueueOptions) (EnqueueResult, error)
-	EnqueueMany(ctx context.Context, items []ManyItem) ([]ManyResult, error)
-	Get(ctx context.Context, idOrKey string) (*Job, error)
-	List(ctx context.Context, f ListFilter) (ListPage, error)
-	Stats(ctx context.Context) (Stats, error)
-	Cancel(ctx context.Context, idOrKey, actor, note string) (*Job, error)
-	Retry(ctx context.Context, idOrKey, actor, note string) (*Job, error)
-	Resolve(ctx context.Context, idOrKey string, as State, actor, note string) (*Job, error)
-	Backup(ctx context.Context, w io.Writer) (int64, error)
-	Close() error
-}
-
-var _ Service = (*Client)(nil)
 
 // Sweep deletes succeeded, failed and canceled jobs last updated more than
 // olderThan ago, in batches of 1000. Their keys stay reserved (enqueueing
@@ -612,37 +505,18 @@ var _ Service = (*Client)(nil)
 // update; a keysFor shorter than olderThan releases keys with their jobs.
 // It returns how many jobs it deleted.
 func (c *Client) Sweep(ctx context.Context, olderThan, keysFor time.Duration) (int, error) {
+	if c.rem != nil {
+		return 0, c.notOffered("a retention sweep")
+	}
 	now := c.opts.Now()
 	cutoff := now.Add(-olderThan)
 	keyCutoff := now.Add(-max(keysFor, olderThan))
 	total := 0
 	for {
-		n, released, err := c.db.Sweep(ctx, cutoff, keyCutoff, 1000)
+		n, released, err := c.st.Sweep(ctx, cutoff, keyCutoff, 1000)
 		total += n
 		if err != nil || (n < 1000 && released < 1000) {
 			return total, err
 		}
 	}
 }
-
-// The store's errors that application code checks with errors.Is, here so
-// that code needs to import only this package. They are the store's own
-// values: errors.Is(err, api.ErrKeyConflict) and errors.Is(err,
-// store.ErrKeyConflict) agree.
-var (
-	// ErrKeyConflict: the idempotency key is held by a job with another
-	// request (method, URL, body, headers); nothing was written.
-	ErrKeyConflict = store.ErrKeyConflict
-	// ErrNotFound: no job has that id or key.
-	ErrNotFound = store.ErrNotFound
-	// ErrIllegalTransition: the job is not in a state the action applies
-	// to (cancel of a running job, retry of a succeeded one, ...).
-	ErrIllegalTransition = store.ErrIllegalTransition
-	// ErrLocked: another process holds the database file.
-	ErrLocked = bolt.ErrLocked
-	// ErrFailed: the store takes no more writes — a commit failed in a
-	// way that leaves its view of the file unlike the disk, or the file
-	// was deleted or replaced while open. Stop, check the disk or the
-	// file, and open it again.
-	ErrFailed = store.ErrFailed
-)

@@ -1,0 +1,78 @@
+package api
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemrun/idemrun/store"
+)
+
+// Wait returns the job with this id or key once it is succeeded, failed,
+// canceled or needs_attention: the states no runner leaves on its own.
+// It reads the job again after each write of a runner embedded through
+// NewRunner and of this client's own steering, and otherwise (through a
+// runner's admin API, or a store other processes write) polls it with a
+// backoff up to a second. It returns ctx's error when ctx ends first.
+func (c *Client) Wait(ctx context.Context, idOrKey string) (*Job, error) {
+	c.changes.waiters.Add(1)
+	defer c.changes.waiters.Add(-1)
+	delay := 20 * time.Millisecond
+	for {
+		// Watched before the read, so a write between the read and the
+		// sleep still wakes it.
+		changed := c.changes.watch()
+		j, err := c.Get(ctx, idOrKey)
+		if err != nil {
+			return nil, err
+		}
+		if settled(j.State) {
+			return j, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-changed:
+			t.Stop()
+		case <-t.C:
+			delay = min(2*delay, time.Second)
+		}
+	}
+}
+
+// settled reports the states Wait returns at.
+func settled(s State) bool { return s.Terminal() || s == store.StateNeedsAttention }
+
+// changes wakes the waiters of a client after a write. A write with no
+// waiter costs one atomic load.
+type changes struct {
+	waiters atomic.Int32
+	mu      sync.Mutex
+	ch      chan struct{} // closed by the next wake; nil until watched
+}
+
+// watch returns a channel closed by the next wake.
+func (w *changes) watch() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch == nil {
+		w.ch = make(chan struct{})
+	}
+	return w.ch
+}
+
+// wake closes the channel of the current watchers.
+func (w *changes) wake() {
+	if w.waiters.Load() == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch != nil {
+		close(w.ch)
+		w.ch = nil
+	}
+}
