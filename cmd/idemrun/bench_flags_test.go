@@ -51,11 +51,11 @@ func TestRunWarnsWhenItCreatesTheDatabase(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	fresh := filepath.Join(e.dir, "typo.db")
-	r := e.ok("run", "--db", fresh, "--until-idle", "--no-socket")
+	r := e.okProc("run", "--db", fresh, "--until-idle", "--no-socket")
 	if !strings.Contains(r.stderr, "created a new, empty database") {
 		t.Errorf("run on a missing file: no warning\n%s", r)
 	}
-	r = e.ok("run", "--db", fresh, "--until-idle", "--no-socket")
+	r = e.okProc("run", "--db", fresh, "--until-idle", "--no-socket")
 	if strings.Contains(r.stderr, "created a new") {
 		t.Errorf("run on an existing file warned\n%s", r)
 	}
