@@ -550,3 +550,16 @@ func TestCLIEnqueueFrom(t *testing.T) {
 		t.Errorf("stats after --from runs: got %v, want pending=3", st)
 	}
 }
+
+// idemrun with no arguments is a usage error: usage on stderr, exit 2,
+// like an unknown command; `idemrun help` prints it on stdout, exit 0.
+func TestNoArgumentsIsAUsageError(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if r := e.run(); r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "usage:") {
+		t.Errorf("idemrun: got\n%s\nwant exit 2, usage on stderr only", r)
+	}
+	if r := e.run("help"); r.code != 0 || !strings.Contains(r.stdout, "usage:") {
+		t.Errorf("idemrun help: got\n%s\nwant exit 0, usage on stdout", r)
+	}
+}

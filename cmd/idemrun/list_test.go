@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 )
 
 // nextArgs turns the "more: idemrun list ..." line a page prints into the
@@ -103,21 +102,5 @@ func TestCLIListPages(t *testing.T) {
 	// A state named twice lists each job once.
 	if got := jsonArray(t, e.ok("list", "--state", "pending,pending", "--state", "pending", "--json")); len(got) != n-1 {
 		t.Errorf("list --state pending three times: got %d jobs, want %d", len(got), n-1)
-	}
-}
-
-// Every field of a --from line reaches its place in the job line.
-func TestParseJSONLineFields(t *testing.T) {
-	jl, err := parseJSONLine(`{"url":"http://h/x","method":"PUT","headers":{"A":"1"},"header_lines":["B: 2"],"data":"d","key":"k",`+
-		`"key_format":"structured","status_url":"http://h/s/{key}","key_ttl":"24h","max_attempts":3,"deadline":"1h",`+
-		`"attempt_timeout":"5s","replay_safe":true,"no_effect_statuses":[503,502]}`, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := fmt.Sprintf("%s %s %v %v %s %s %s %s %s %d %s %s %v %v", jl.URL, jl.Method, jl.Headers, jl.HeaderLines, *jl.Data, jl.Key,
-		jl.KeyFormat, jl.StatusURL, time.Duration(jl.KeyTTL), jl.MaxAttempts, time.Duration(jl.Deadline), time.Duration(jl.AttemptTimeout), jl.ReplaySafe, jl.NoEffectStatus)
-	want := "http://h/x PUT map[A:1] [B: 2] d k structured http://h/s/{key} 24h0m0s 3 1h0m0s 5s true [503 502]"
-	if got != want {
-		t.Errorf("parsed line:\n got %s\nwant %s", got, want)
 	}
 }
