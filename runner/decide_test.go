@@ -464,6 +464,29 @@ func TestServerErrorReplayInsideKeyTTL(t *testing.T) {
 	}
 }
 
+// TestLateReplayPastKeyTTLNotSent: a replay that relies on the target's key
+// TTL but comes due after the window closed (the runner was down, say) is
+// not sent; the job goes to a person.
+func TestLateReplayPastKeyTTLNotSent(t *testing.T) {
+	t.Parallel()
+	db := openStore(t)
+	tg := statusTarget(t, http.StatusCreated)
+	j := newJob(tg.URL(), func(j *store.Job) {
+		j.KeyTTL = time.Hour
+		j.MayHaveEffect = true // an earlier attempt's outcome is unknown
+		j.Attempts = 1
+		j.FirstSentAt = time.Now().Add(-2 * time.Hour)
+	})
+	enqueue(t, db, j)
+	runIdle(t, db, testConfig(t))
+	got := getJob(t, db, j.ID)
+	wantState(t, got, store.StateNeedsAttention)
+	wantContains(t, "reason", got.Reason, "key TTL window")
+	if n := tg.N(); n != 0 {
+		t.Errorf("target received %d requests after the key TTL window closed, want 0", n)
+	}
+}
+
 // TestRetryAfterFloor: a 503 the job declared no-effect, with Retry-After,
 // schedules the next attempt no earlier than the attempt's end plus the
 // server's wait (fake clock).
@@ -512,6 +535,33 @@ func TestRetryAfterFloor(t *testing.T) {
 				t.Errorf("target received %d requests, want 1", n)
 			}
 		})
+	}
+}
+
+// TestRetryAfterIsAFloorForKeyTTLReplays: a 503 with Retry-After on a job
+// that replays inside its key TTL waits at least that long.
+func TestRetryAfterIsAFloorForKeyTTLReplays(t *testing.T) {
+	t.Parallel()
+	db := openStore(t)
+	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request, n int64, _ received) {
+		if n == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	})
+	j := newJob(tg.URL(), func(j *store.Job) { j.KeyTTL = time.Hour })
+	enqueue(t, db, j)
+	runIdleWithin(t, db, testConfig(t), 10*time.Second)
+	got := getJob(t, db, j.ID)
+	wantState(t, got, store.StateSucceeded)
+	at := attempts(got)
+	if len(at) != 2 {
+		t.Fatalf("attempts = %d, want 2", len(at))
+	}
+	if gap := at[1].Start.Sub(at[0].End); gap < time.Second {
+		t.Errorf("replay %s after a Retry-After: 1 answer, want at least 1s", gap)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,5 +46,34 @@ func TestRunStopsWhenOutcomeWriteFails(t *testing.T) {
 				t.Errorf("Enqueue after the failure: %v, want store.ErrFailed", eerr)
 			}
 		})
+	}
+}
+
+// TestOutcomeWriteRetried: an outcome commit that fails once is written
+// again; the job does not stay running while the runner lives, and the
+// request is sent once.
+func TestOutcomeWriteRetried(t *testing.T) {
+	t.Parallel()
+	var failNext atomic.Bool
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "r.db"), &bolt.Options{CommitHook: func(int) error {
+		if failNext.CompareAndSwap(true, false) {
+			return errors.New("disk hiccup")
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request, _ int64, _ received) {
+		failNext.Store(true) // the next commit is this attempt's outcome
+		w.WriteHeader(http.StatusCreated)
+	})
+	j := newJob(tg.URL())
+	enqueue(t, db, j)
+	runIdleWithin(t, db, testConfig(t), 10*time.Second)
+	wantState(t, getJob(t, db, j.ID), store.StateSucceeded)
+	if n := tg.N(); n != 1 {
+		t.Errorf("target received %d sends, want 1", n)
 	}
 }

@@ -3,10 +3,12 @@ package runner_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/statusquery"
 	"github.com/idemrun/idemrun/store"
 )
@@ -113,5 +115,66 @@ func TestRetryGivesFresh409Allowance(t *testing.T) {
 	t.Logf("first life %d sends, second life %d sends", first, second)
 	if second != first {
 		t.Errorf("after a retry the job got %d sends, the first time %d", second, first)
+	}
+}
+
+// TestEndless409IsBounded: a target that answers 409 to every send while
+// its status endpoint finds nothing must not keep the job going until the
+// deadline, and must not end it failed: the 409 said something with the
+// key was in progress.
+func TestEndless409IsBounded(t *testing.T) {
+	t.Parallel()
+	db := openStore(t)
+	tg := statusTarget(t, http.StatusConflict)
+	status := statusTarget(t, http.StatusNotFound)
+	j := newJob(tg.URL(), func(j *store.Job) {
+		j.MaxAttempts = 2
+		j.StatusURL = status.URL() + "/s/{key}"
+	})
+	enqueue(t, db, j)
+	runIdle(t, db, testConfig(t))
+	got := getJob(t, db, j.ID)
+	wantState(t, got, store.StateNeedsAttention)
+	// Free 409s are bounded by MaxAttempts, then they count: at most
+	// 2·MaxAttempts sends.
+	if n := tg.N(); n > 4 {
+		t.Errorf("target received %d sends, want at most 4", n)
+	}
+}
+
+// Test409WithoutStatusURLStaysInKeyTTL: after a 409, a job with a key TTL
+// and no status URL is resent only inside the TTL window.
+func Test409WithoutStatusURLStaysInKeyTTL(t *testing.T) {
+	t.Parallel()
+	db := openStore(t)
+	tg := statusTarget(t, http.StatusConflict)
+	j := newJob(tg.URL(), func(j *store.Job) {
+		j.MaxAttempts = 50
+		j.KeyTTL = time.Minute + 300*time.Millisecond // window: 300 ms after the first send
+	})
+	enqueue(t, db, j)
+	cfg := testConfig(t)
+	cfg.Backoff = runner.Backoff{Base: 50 * time.Millisecond, Cap: 50 * time.Millisecond}
+	start := time.Now()
+	runIdleWithin(t, db, cfg, 10*time.Second)
+	got := getJob(t, db, j.ID)
+	wantState(t, got, store.StateNeedsAttention)
+	var last time.Time
+	sent := 0
+	for _, e := range attempts(got) {
+		if strings.HasPrefix(e.Error, "not sent") {
+			continue // claimed, then refused before any byte left
+		}
+		last = e.Start
+		sent++
+	}
+	if int64(sent) != tg.N() {
+		t.Errorf("store records %d sends, target received %d", sent, tg.N())
+	}
+	if limit := got.FirstSentAt.Add(300 * time.Millisecond); last.After(limit) {
+		t.Errorf("last send at +%s, after the key TTL window closed at +%s", last.Sub(got.FirstSentAt), limit.Sub(got.FirstSentAt))
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("took %s; the window should end it in well under a second", time.Since(start))
 	}
 }

@@ -449,6 +449,26 @@ func TestBuildRequestIsTheStoredRequest(t *testing.T) {
 	}
 }
 
+// TestBodilessGETIsNotReplayable: a GET without a body is built so that
+// net/http cannot resend it by itself.
+func TestBodilessGETIsNotReplayable(t *testing.T) {
+	t.Parallel()
+	j := newJob("http://127.0.0.1:9", func(j *store.Job) {
+		j.Request.Method = http.MethodGet
+		j.Request.Body = nil
+	})
+	req, err := runner.BuildRequest(context.Background(), j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil {
+		t.Errorf("GET body = %v, GetBody set = %v; want a non-rewindable body so net/http never resends", req.Body, req.GetBody != nil)
+	}
+	if req.Header.Get("Idempotency-Key") != j.Key {
+		t.Errorf("Idempotency-Key = %q, want %q", req.Header.Get("Idempotency-Key"), j.Key)
+	}
+}
+
 // TestSameKeyAcrossConcurrentJobs is a guard on the shared transport: many
 // jobs at once each send only their own key.
 func TestSameKeyAcrossConcurrentJobs(t *testing.T) {

@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemrun/idemrun/statusquery"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -157,5 +159,29 @@ func TestStatusListItemForAnotherKey(t *testing.T) {
 	if got.State == store.StateFailed && creates.Load() > 0 {
 		t.Errorf("job ended failed (reason %q, may_have_effect %v) though its attempt created %d payment(s); the listed item names another key",
 			got.Reason, got.MayHaveEffect, creates.Load())
+	}
+}
+
+// TestCustomCheckerGetsATimeout: a custom checker that never answers is
+// canceled after QueryTimeout and counts as no answer.
+func TestCustomCheckerGetsATimeout(t *testing.T) {
+	t.Parallel()
+	db := openStore(t)
+	tg := statusTarget(t, http.StatusBadGateway)
+	j := newJob(tg.URL())
+	enqueue(t, db, j)
+	cfg := testConfig(t)
+	cfg.StatusBudget = 2
+	cfg.QueryTimeout = 50 * time.Millisecond
+	cfg.Checker = statusquery.CheckerFunc(func(ctx context.Context, q statusquery.Query) statusquery.Answer {
+		<-ctx.Done()
+		return statusquery.Answer{Outcome: statusquery.NoAnswer, Detail: "hung", Err: ctx.Err()}
+	})
+	runIdleWithin(t, db, cfg, 10*time.Second)
+	got := getJob(t, db, j.ID)
+	wantState(t, got, store.StateNeedsAttention)
+	wantContains(t, "reason", got.Reason, "status budget")
+	if n := tg.N(); n != 1 {
+		t.Errorf("target received %d sends, want 1", n)
 	}
 }

@@ -234,3 +234,84 @@ func TestOutcomeValid(t *testing.T) {
 		}
 	}
 }
+
+// A not-found word or a null inside a one-item list is no answer, as the
+// same object unwrapped is: these used to end a job succeeded with nothing
+// created (found in a review).
+func TestOneItemListNotFoundIsNoAnswer(t *testing.T) {
+	for _, body := range []string{
+		`[{"status":"not_found"}]`,
+		`{"data":[{"status":"unknown"}]}`,
+		`[{"state":"missing"}]`,
+		`[{"status":"None"}]`,
+		`[null]`,
+		`{"data":[null]}`,
+		`[{"data":null}]`,
+		`{"data":[{"data":null}]}`,
+		`[{"data":[]}]`,
+		`[{"data":[{"status":"failed"}]}]`,
+		`[{"data":[{"status":"pending"}]}]`,
+		`{"data":[{"data":[{"id":"p1"},{"id":"p2"}]}]}`,
+	} {
+		if got, why := statusquery.Interpret(200, []byte(body), false); got != statusquery.NoAnswer {
+			t.Errorf("%s: %s (%s); want no_answer, as for the same object unwrapped", body, got, why)
+		}
+	}
+	// A found item stays found.
+	for body, want := range map[string]statusquery.Outcome{
+		`[{"status":"succeeded"}]`: statusquery.FoundSucceeded,
+		`[{"id":"pay_1"}]`:         statusquery.FoundSucceeded,
+		`[{"status":"failed"}]`:    statusquery.FoundFailed,
+		`[{"status":"pending"}]`:   statusquery.InProgress,
+	} {
+		if got, why := statusquery.Interpret(200, []byte(body), false); got != want {
+			t.Errorf("%s: %s (%s); want %s", body, got, why, want)
+		}
+	}
+}
+
+// A list's one item with a status word the protocol does not know and a
+// "data" list (holding a failed or pending operation, or two) never ends a
+// job succeeded (found in a review: only items without a word were
+// covered).
+func TestOneItemWithWordAndDataListIsNoAnswer(t *testing.T) {
+	for _, c := range []struct{ item string }{
+		{`{"status":"completed","data":[{"status":"failed"}]}`},
+		{`{"state":"ok","data":[{"status":"pending"}]}`},
+		{`{"status":"done","data":[{"id":1},{"id":2}]}`},
+	} {
+		un, undetail := statusquery.Interpret(200, []byte(c.item), false)
+		li, lidetail := statusquery.Interpret(200, []byte("["+c.item+"]"), false)
+		wr, wrdetail := statusquery.Interpret(200, []byte(`{"data":[`+c.item+`]}`), false)
+		if li == statusquery.FoundSucceeded || wr == statusquery.FoundSucceeded {
+			t.Errorf("%s: unwrapped %s (%s); as a list's one item %s (%s); under data %s (%s)", c.item, un, undetail, li, lidetail, wr, wrdetail)
+		}
+	}
+}
+
+// A 2xx answer whose whole body says the operation is in progress (the
+// status row comes first, DESIGN §5 / Interpret's doc) but whose "data"
+// list of events is long: cut by the cap after the second event, the
+// prefix proves no duplicate (a status member may follow, or a second
+// "data"), so it is no answer and the job is queried again.
+func TestPrefixDataListProvesNoDuplicate(t *testing.T) {
+	events := strings.Repeat(`{"event":"accepted","at":"2026-01-01T00:00:00Z"},`, 2000)
+	full := `{"data":[` + events + `{"event":"x"}],"status":"processing"}`
+	if out, d := statusquery.Interpret(200, []byte(full), false); out != statusquery.InProgress {
+		t.Fatalf("whole body: %s (%s); the test expects in_progress", out, d)
+	}
+	prefix := full[:64<<10]
+	out, d := statusquery.Interpret(200, []byte(prefix), true)
+	t.Logf("prefix: %s (%s)", out, d)
+	if out == statusquery.Duplicate {
+		t.Errorf("a prefix proves no duplicate while a status member may follow: got %s (%s); want no_answer", out, d)
+	}
+	// Also "data" given twice is ambiguous (NoAnswer) in a whole body.
+	amb := `{"data":[{"a":1},{"a":2}],"data":[]}`
+	if out, _ := statusquery.Interpret(200, []byte(amb), false); out != statusquery.NoAnswer {
+		t.Fatalf("whole ambiguous body: %s", out)
+	}
+	if out, d := statusquery.Interpret(200, []byte(amb[:28]), true); out == statusquery.Duplicate {
+		t.Errorf("prefix %q: %s (%s); the whole body could be ambiguous (no_answer)", amb[:28], out, d)
+	}
+}

@@ -26,7 +26,7 @@ func TestAttemptsLeftAfter409s(t *testing.T) {
 	defer srv.Close()
 	e := newEnv(t)
 	e.ok("enqueue", "--url", srv.URL+"/p", "--key", "c409", "--max-attempts", "2")
-	e.ok("run", "--until-idle", "--backoff-base", "10ms", "--backoff-cap", "50ms")
+	e.okProc("run", "--until-idle", "--backoff-base", "10ms", "--backoff-cap", "50ms")
 	var j struct {
 		State        string `json:"state"`
 		Attempts     int    `json:"attempts"`

@@ -14,10 +14,6 @@ import (
 )
 
 func (m *Main) bench(ctx context.Context, args []string) error {
-	// An interrupt ends the run through its context, so the scratch
-	// files are deleted (and the demo's runner stopped) on the way out.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	fs, db := m.flags("bench", "[--jobs N] [--workers W] [--producers P] [--preload N] [--db FILE | --dir DIR] [--json]")
 	// The bench's --db is a scratch file it creates and deletes, not the
 	// store the other commands use: no $IDEMRUN_DB, no ./idemrun.db.
@@ -96,6 +92,12 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 			defer pprof.StopCPUProfile()
 		}
 	}
+	// An interrupt ends the run through its context, so the scratch
+	// files are deleted (and the demo's runner stopped) on the way out.
+	// Refused flags, the profile files' included, leave the process's
+	// signal handling alone.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	tuneGC(m.Getenv) // the same collector settings as `idemrun run`
 	cfg := bench.Config{Jobs: *jobs, Workers: *wf.workers, Producers: *producers, MaxConnsPerHost: *wf.maxConns, NetHTTP: wf.netHTTP(), Preload: *preload, DB: *db, Dir: *dir, Out: m.Stderr}
 	if profile != nil && *phase != "all" {

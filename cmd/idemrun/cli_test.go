@@ -415,7 +415,7 @@ func TestCLISecretsNeverShown(t *testing.T) {
 	}
 	inspect("before run")
 
-	run := e.run("run", "--until-idle", "--log-level", "debug", "--startup-spread", "10ms")
+	run := e.runProc("run", "--until-idle", "--log-level", "debug", "--startup-spread", "10ms")
 	if run.code != 0 {
 		t.Fatalf("run --until-idle: got\n%s\nwant exit 0", run)
 	}
@@ -463,16 +463,17 @@ func TestCLISecretsNeverShown(t *testing.T) {
 	}
 }
 
-// Without --db and IDEMRUN_DB the database is ./idemrun.db.
+// Without --db and IDEMRUN_DB the database is ./idemrun.db (processes: the
+// path is relative to the working directory, e.dir).
 func TestCLIDefaultDBPath(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.db = ""
-	e.ok("enqueue", "--url", "http://127.0.0.1:9/x", "--key", "default-path")
+	e.okProc("enqueue", "--url", "http://127.0.0.1:9/x", "--key", "default-path")
 	if _, err := os.Stat(filepath.Join(e.dir, "idemrun.db")); err != nil {
 		t.Fatalf("enqueue without --db or IDEMRUN_DB: %v, want ./idemrun.db created", err)
 	}
-	if j := e.showJob("default-path"); j["key"] != "default-path" {
+	if j := jsonObject(t, e.okProc("show", "default-path", "--json")); j["key"] != "default-path" {
 		t.Errorf("show from ./idemrun.db: got %v, want the job", j)
 	}
 }
@@ -547,5 +548,18 @@ func TestCLIEnqueueFrom(t *testing.T) {
 	}
 	if st := e.statsOf(); st["pending"] != 3 {
 		t.Errorf("stats after --from runs: got %v, want pending=3", st)
+	}
+}
+
+// idemrun with no arguments is a usage error: usage on stderr, exit 2,
+// like an unknown command; `idemrun help` prints it on stdout, exit 0.
+func TestNoArgumentsIsAUsageError(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if r := e.run(); r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "usage:") {
+		t.Errorf("idemrun: got\n%s\nwant exit 2, usage on stderr only", r)
+	}
+	if r := e.run("help"); r.code != 0 || !strings.Contains(r.stdout, "usage:") {
+		t.Errorf("idemrun help: got\n%s\nwant exit 0, usage on stdout", r)
 	}
 }

@@ -124,11 +124,12 @@ func TestCompactDamagedRecordsMessage(t *testing.T) {
 	}
 }
 
-// compact with a relative --db path.
+// compact with a relative --db path (a process: the path is relative to
+// its working directory, e.dir).
 func TestCompactRelativePath(t *testing.T) {
 	e := newEnv(t)
 	fillDB(t, e.db)
-	r := e.run("compact", "--db", filepath.Base(e.db))
+	r := e.runProc("compact", "--db", filepath.Base(e.db))
 	if r.code != 0 || !strings.Contains(r.stdout, "60 jobs kept") {
 		t.Errorf("compact --db jobs.db (relative): got\n%s", r)
 	}

@@ -13,10 +13,6 @@ import (
 )
 
 func (m *Main) demo(ctx context.Context, args []string) error {
-	// An interrupt ends the run through its context, so the scratch
-	// files are deleted (and the demo's runner stopped) on the way out.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	fs, db := m.flags("demo", "[--jobs N] [--kills N] [--workers N] [--dedup] [--lose P] [--busy P] ... [--json]")
 	_ = fs.MarkHidden("db") // the demo works on its own scratch database
 	f := demo.DefaultFaults()
@@ -73,6 +69,11 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 			return &api.InvalidError{Field: name, Value: fmt.Sprint(p), Accepted: "a probability from 0 to 1"}
 		}
 	}
+	// An interrupt ends the run through its context, so the scratch
+	// files are deleted (and the demo's runner stopped) on the way out.
+	// Refused flags leave the process's signal handling alone.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	bin, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("demo: cannot find my own binary to start runners: %w", err)

@@ -1,8 +1,12 @@
 package main
 
-// End-to-end tests of the idemrun binary: TestMain builds it once, and the
-// tests drive it as real processes against httptest targets on 127.0.0.1,
-// with the database in a temporary directory.
+// Tests of the idemrun CLI against httptest targets on 127.0.0.1, with the
+// database in a temporary directory. Most commands run in this process,
+// through Main.Run with buffers (env.run, env.ok). The binary TestMain
+// builds once runs where a real process matters (env.runProc, startRunner):
+// a runner holding the file's lock or its socket while other commands run,
+// SIGKILL and signals, the runner's process-wide settings (umask, signal
+// handling, the collector), another uid, and the working directory.
 
 import (
 	"bufio"
@@ -17,6 +21,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -122,9 +129,10 @@ func shortTempDir(t *testing.T) string {
 	return d
 }
 
-// environ is the process environment for a CLI child: the test's own, with
-// no IDEMRUN_ variables leaking in, plus IDEMRUN_DB for this env (unless
-// e.db is empty).
+// environ is the environment of a CLI command, a child process's or (by
+// getenv) one run in this process: the test's own, with no IDEMRUN_
+// variables leaking in, plus IDEMRUN_DB for this env (unless e.db is
+// empty).
 func (e *env) environ() []string {
 	var out []string
 	for _, kv := range os.Environ() {
@@ -140,13 +148,83 @@ func (e *env) environ() []string {
 	return append(out, "IDEMRUN_DB="+e.db)
 }
 
-// run runs the CLI with args and returns what it did.
+// getenv is what a command run in this process reads as its environment:
+// the variables environ gives a process.
+func (e *env) getenv() func(string) string {
+	vars := map[string]string{}
+	for _, kv := range e.environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	return func(k string) string { return vars[k] }
+}
+
+// processWide are the commands that, once past their flags, change what is
+// the whole process's: the signals it handles (run, demo, bench), its umask
+// (run's admin socket) and its collector's settings (run, bench). In this
+// process they may only refuse their flags (exit 2); run them with runProc.
+var processWide = []string{"run", "demo", "bench"}
+
+// run runs the CLI with args in this process and returns what it did.
 func (e *env) run(args ...string) result {
 	e.t.Helper()
 	return e.runStdin(nil, args...)
 }
 
+// runStdin is run with stdin as the command's standard input (none, as
+// /dev/null, when nil).
 func (e *env) runStdin(stdin []byte, args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	var stdout, stderr syncBuffer
+	m := &Main{Stdin: bytes.NewReader(stdin), Stdout: &stdout, Stderr: &stderr, Getenv: e.getenv()}
+	done := make(chan int, 1)
+	start := time.Now()
+	go func() {
+		code := exitUsage
+		defer func() {
+			// As the Go runtime reports a panic that ends a process,
+			// so noCrash sees it; the exit code is the runtime's too.
+			if p := recover(); p != nil {
+				fmt.Fprintf(&stderr, "panic: %v\n\n%s", p, debug.Stack())
+			}
+			done <- code
+		}()
+		code = m.Run(ctx, args)
+	}()
+	var code int
+	var stacks string
+	select {
+	case code = <-done:
+	case <-ctx.Done():
+		// What SIGQUIT shows of a process: where every goroutine is.
+		stacks = allStacks()
+		select {
+		case code = <-done:
+		case <-time.After(3 * time.Second):
+			code = -1 // still running: it ignores its context
+		}
+	}
+	r := result{args: args, stdout: stdout.String(), stderr: stderr.String(), code: code, took: time.Since(start)}
+	if ctx.Err() != nil {
+		e.t.Fatalf("did not finish within %s:\n%s\ngoroutines at the deadline:\n%s", cmdTimeout, r, clip(stacks))
+	}
+	if len(args) > 0 && slices.Contains(processWide, args[0]) && r.code != exitUsage {
+		e.t.Fatalf("idemrun %s ran in the test process past its flags, changing process-wide settings; run it with runProc:\n%s", args[0], r)
+	}
+	return r
+}
+
+// allStacks is every goroutine's stack.
+func allStacks() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// runProc runs the idemrun binary with args as a process in e.dir, and
+// returns what it did.
+func (e *env) runProc(args ...string) result {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
@@ -159,9 +237,6 @@ func (e *env) runStdin(stdin []byte, args ...string) result {
 	cmd.Env = e.environ()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
 	start := time.Now()
 	err := cmd.Run()
 	r := result{args: args, stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
@@ -174,6 +249,16 @@ func (e *env) runStdin(stdin []byte, args ...string) result {
 	}
 	if ctx.Err() != nil {
 		e.t.Fatalf("did not finish within %s:\n%s", cmdTimeout, r)
+	}
+	return r
+}
+
+// okProc is runProc, failing the test unless the process exits 0.
+func (e *env) okProc(args ...string) result {
+	e.t.Helper()
+	r := e.runProc(args...)
+	if r.code != 0 {
+		e.t.Fatalf("want exit 0, got:\n%s", r)
 	}
 	return r
 }

@@ -36,12 +36,12 @@ func TestRunCAFileAndClientCertFlags(t *testing.T) {
 	}
 
 	e.ok("enqueue", "--url", ts.URL+"/pay", "--key", "untrusted", "--max-attempts", "1")
-	e.run("run", "--until-idle")
+	e.runProc("run", "--until-idle")
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("without --ca-file the target got %d requests", n)
 	}
 	e.ok("enqueue", "--url", ts.URL+"/pay", "--key", "trusted")
-	e.ok("run", "--until-idle", "--ca-file", ca)
+	e.okProc("run", "--until-idle", "--ca-file", ca)
 	if r := e.ok("show", "trusted", "--json"); !strings.Contains(r.stdout, `"state": "succeeded"`) || hits.Load() != 1 {
 		t.Errorf("with --ca-file: %d requests, job\n%s", hits.Load(), r.stdout)
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"io"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,19 +15,19 @@ import (
 	"time"
 )
 
-// startWatch starts `idemrun watch ARGS` and returns its stdout lines.
-func (e *env) startWatch(args ...string) (*exec.Cmd, chan string) {
+// startWatch starts `idemrun watch ARGS` in this process and returns its
+// stdout lines; it is stopped (its context canceled) when the test ends.
+func (e *env) startWatch(args ...string) chan string {
 	e.t.Helper()
-	cmd := exec.Command(binPath, append([]string{"watch"}, args...)...)
-	cmd.Dir = e.dir
-	cmd.Env = e.environ()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out, w := io.Pipe()
+	m := &Main{Stdin: bytes.NewReader(nil), Stdout: w, Stderr: &syncBuffer{}, Getenv: e.getenv()}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Run(ctx, append([]string{"watch"}, args...))
+		w.Close()
+	}()
 	lines := make(chan string, 1000)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -34,8 +36,12 @@ func (e *env) startWatch(args ...string) (*exec.Cmd, chan string) {
 		}
 		close(lines)
 	}()
-	e.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd, lines
+	e.t.Cleanup(func() {
+		cancel()
+		out.Close() // a refresh still writing gets an error, not a wait
+		<-done
+	})
+	return lines
 }
 
 // `idemrun watch` started while no runner holds the file opens it only for
@@ -44,7 +50,7 @@ func TestWatchDoesNotBlockRunner(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.ok("enqueue", "--url", "http://"+freePort(t)+"/x")
-	_, lines := e.startWatch("--db", e.db, "--interval", "200ms")
+	lines := e.startWatch("--db", e.db, "--interval", "200ms")
 	select {
 	case <-lines:
 	case <-time.After(10 * time.Second):
@@ -88,7 +94,7 @@ func TestWatchRateNeverNegative(t *testing.T) {
 	id := jsonObject(t, e.ok("enqueue", "--url", tg.url("/x"), "--json"))["id"].(string)
 	e.waitState(id, "failed", 10*time.Second)
 
-	_, lines := e.startWatch("--db", e.db, "--interval", "300ms")
+	lines := e.startWatch("--db", e.db, "--interval", "300ms")
 	<-lines
 	e.ok("retry", id)
 	deadline := time.After(3 * time.Second)

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Bad demo flags are usage errors: exit 2 naming the flag, refused before
+// any target or runner starts.
+func TestDemoBadFlags(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"demo", "--workers", "0"}, "invalid workers"},
+		{[]string{"demo", "--workers", "-3"}, "invalid workers"},
+		{[]string{"demo", "--latency", "-5s"}, "invalid latency"},
+		{[]string{"demo", "--db", e.db}, "invalid db"},
+		{[]string{"demo", "--jobs", "10", "junk"}, "unexpected argument"},
+	} {
+		r := e.run(c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
+			t.Errorf("%v: got\n%s\nwant exit 2 naming %s and nothing on stdout", c.args, r, c.want)
+		}
+		if r.took > 5*time.Second {
+			t.Errorf("%v took %s to refuse, want quick", c.args, r.took)
+		}
+	}
+	if _, err := os.Stat(e.db); !os.IsNotExist(err) {
+		t.Errorf("refused demo created %s (stat err %v)", e.db, err)
+	}
+}
+
+// The demo enqueues its jobs in kills+1 waves, one per runner life: fewer
+// jobs than that would leave killed runners with nothing in flight, and
+// its "runner SIGKILLs" line would count kills that proved nothing.
+func TestDemoRefusesFewerJobsThanLives(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if r := e.run("demo", "--jobs", "2", "--kills", "3"); r.code != 2 || !strings.Contains(r.stderr, "kills+1") {
+		t.Errorf("demo --jobs 2 --kills 3: got\n%s\nwant exit 2 asking for at least kills+1 jobs", r)
+	}
+	if r := e.run("demo", "--chaos", "--jobs", "5"); r.code != 2 || !strings.Contains(r.stderr, "= 21") {
+		t.Errorf("demo --chaos --jobs 5: got\n%s\nwant exit 2: --chaos means 20 kills, so at least 21 jobs", r)
+	}
+}
