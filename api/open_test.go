@@ -53,7 +53,7 @@ func TestDocReadOnlyMissingFile(t *testing.T) {
 	}
 }
 
-// store.Options.Mode: "the permission of a newly created file".
+// bolt.Options.Mode: "the permission of a newly created file".
 func TestDocStoreMode(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "m.db")
 	db, err := bolt.Open(p, &bolt.Options{Mode: 0o640})

@@ -25,7 +25,7 @@ type Progress struct {
 	GotFirstByte bool // the first response byte arrived
 }
 
-// Class is what one attempt's outcome means for the job (DESIGN §3).
+// Class is what one attempt's outcome means for the job (ARCHITECTURE.md §3).
 type Class string
 
 // The classes of an attempt's outcome.
@@ -69,7 +69,7 @@ type Verdict struct {
 }
 
 // ClassifyRules loosens the safe default classification for one job. The
-// zero value applies DESIGN §3 unchanged.
+// zero value applies ARCHITECTURE.md §3 unchanged.
 type ClassifyRules struct {
 	// NoEffectStatuses lists statuses the target promises it never acted on
 	// (for example 503 meaning "not processed"). A listed non-2xx status is
@@ -82,7 +82,7 @@ type ClassifyRules struct {
 }
 
 // ClassifyResponse classifies an attempt that got an HTTP answer with
-// status, following DESIGN §3:
+// status, following ARCHITECTURE.md §3:
 //
 //   - 2xx: succeeded, always (rules cannot change it);
 //   - 3xx: permanent, the redirect is not followed;
@@ -220,7 +220,7 @@ func classifyTransport(err error, p Progress, shuttingDown bool) Verdict {
 		// http.Client (and the direct Doer, which answers as it does)
 		// reports a 301/302/303 whose Location does not parse as an
 		// error and drops the response. It was still a 3xx answer from
-		// the target: permanent, never resent (DESIGN §3).
+		// the target: permanent, never resent (ARCHITECTURE.md §3).
 		return Verdict{Class: ClassPermanent, Reason: "redirect not followed (3xx; its Location header does not parse)"}
 	}
 	return Verdict{Class: ClassUnknown, Reason: classifyAfterSend(err, own, p, shuttingDown)}
@@ -240,7 +240,7 @@ var handshakeAlerts = []string{
 // once, and the server's alert arrives on the first read. The server
 // checks the client's handshake before it decrypts any application data,
 // so on a fresh connection with no byte of an answer the request was never
-// read: no effect (DESIGN §3, "TLS handshake failure").
+// read: no effect (ARCHITECTURE.md §3, "TLS handshake failure").
 func classifyHandshakeAlert(err error, p Progress) (string, bool) {
 	if p.Reused || p.GotFirstByte {
 		return "", false

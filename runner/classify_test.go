@@ -183,7 +183,7 @@ func TestClassifyError(t *testing.T) {
 		want         Class
 		wantReason   string
 	}{
-		// DESIGN §3: DNS failure, connection refused, dial timeout, TLS
+		// ARCHITECTURE.md §3: DNS failure, connection refused, dial timeout, TLS
 		// handshake failure, proxy CONNECT failure → no effect.
 		{"dns failure", dnsErr, classifyNothing, false, ClassifyRules{}, ClassNoEffect, "dns lookup failed"},
 		{"dns failure bare", &net.DNSError{Err: "server misbehaving", Name: "x.invalid", IsTemporary: true}, classifyNothing, false, ClassifyRules{}, ClassNoEffect, "dns lookup failed"},

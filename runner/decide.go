@@ -357,7 +357,7 @@ func (r *Runner) afterUnknown(j *store.Job, now time.Time, floor time.Duration) 
 
 // queryLater schedules the first status query no earlier than the server's
 // Retry-After (floor), or stops now when that wait is over the cap or
-// past the status grace after the deadline (§4).
+// past the status grace after the deadline (ARCHITECTURE.md §4).
 func (r *Runner) queryLater(j *store.Job, now time.Time, floor time.Duration, why string) string {
 	delay := max(r.cfg.QuietPeriod, floor)
 	switch {

@@ -4,7 +4,7 @@
 // started" durably before the first byte of attempt N leaves the process
 // (write-ahead attempt), sends the stored request with its idempotency key
 // and byte-identical method, URL, headers and body, classifies what happened
-// (design card §3), and writes the outcome: succeeded, failed, a retry at a
+// (ARCHITECTURE.md §3), and writes the outcome: succeeded, failed, a retry at a
 // backoff or Retry-After time, or unknown. An unknown job is never sent again
 // blindly: the runner asks the target's status endpoint (package
 // statusquery) and replays only on a definite "not found", or, without a
@@ -18,7 +18,7 @@
 // by claim rounds (pending jobs first, then unknown ones whose status query
 // is due). A busy worker does not give its slot back: the write of its
 // job's outcome also claims its next due job, pending or unknown, earliest
-// next_run_at first, in the same commit (store.FinishClaimNext), so a
+// next_run_at first, in the same commit (store.Work.FinishClaim with a NextClaim), so a
 // worker waits for one commit per job, not two. Claims are compare and
 // swap on the stored record, so a round and a chained claim never take the
 // same job. Once Run is stopping, outcome writes claim nothing more.

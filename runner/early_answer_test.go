@@ -35,7 +35,7 @@ func earlyTarget(t *testing.T, resp, mode string) (string, *atomic.Int64) {
 }
 
 // The target answers 413 (or 201)
-// after reading only the request head and then stops reading. DESIGN §3
+// after reading only the request head and then stops reading. ARCHITECTURE.md §3
 // classifies by the answer: 413 is permanent (failed), 2xx succeeded.
 func TestEarlyAnswerWhileBodyBlocked(t *testing.T) {
 	t.Parallel()
@@ -79,7 +79,7 @@ func TestEarlyAnswerWhileBodyBlocked(t *testing.T) {
 }
 
 // Same target, the job gives a key TTL.
-// The target said 413 to the first send; DESIGN §3 makes that permanent,
+// The target said 413 to the first send; ARCHITECTURE.md §3 makes that permanent,
 // so there must be exactly one send.
 func TestEarlyAnswerNotResentInTTL(t *testing.T) {
 	t.Parallel()

@@ -11,7 +11,7 @@ import (
 )
 
 // TestBodyCutShortMarksResultTruncated: a 201 whose body is cut short
-// (Content-Length 100, 2 bytes, close). The job is succeeded (DESIGN §3),
+// (Content-Length 100, 2 bytes, close). The job is succeeded (ARCHITECTURE.md §3),
 // but the stored result must not present 2 bytes as the whole answer.
 func TestBodyCutShortMarksResultTruncated(t *testing.T) {
 	t.Parallel()

@@ -8,7 +8,7 @@ import (
 	"github.com/idemrun/idemrun/store"
 )
 
-// TestRedirectWithBadLocationIsPermanent: DESIGN §3 "3xx | permanent ("redirect not
+// TestRedirectWithBadLocationIsPermanent: ARCHITECTURE.md §3 "3xx | permanent ("redirect not
 // followed")". A 302 whose Location does not parse is still a 3xx answer
 // from the target, for both default Doers.
 func TestRedirectWithBadLocationIsPermanent(t *testing.T) {

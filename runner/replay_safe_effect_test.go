@@ -12,7 +12,7 @@ import (
 )
 
 // A --replay-safe POST whose attempt reached the target and was answered
-// 500 (an unknown outcome, DESIGN §3) is retried but never ends in a state that claims
+// 500 (an unknown outcome, ARCHITECTURE.md §3) is retried but never ends in a state that claims
 // the effect did not happen: canceled ("before any attempt could have had
 // an effect") or failed ("the effect did not happen").
 func TestReplaySafeUnknownCannotBeCanceled(t *testing.T) {

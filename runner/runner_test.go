@@ -26,7 +26,7 @@ func crashWithRunningJobs(t *testing.T, jobs ...*store.Job) string {
 	path := filepath.Join(t.TempDir(), "idemrun.db")
 	db, err := bolt.Open(path, nil)
 	if err != nil {
-		t.Fatalf("store.Open: %v", err)
+		t.Fatalf("bolt.Open: %v", err)
 	}
 	defer db.Close()
 	enqueue(t, db, jobs...)

@@ -40,7 +40,7 @@ func openStoreAt(t *testing.T, path string) *bolt.DB {
 	t.Helper()
 	db, err := bolt.Open(path, nil)
 	if err != nil {
-		t.Fatalf("store.Open: %v", err)
+		t.Fatalf("bolt.Open: %v", err)
 	}
 	t.Cleanup(func() {
 		rep, err := db.Check()
@@ -354,7 +354,7 @@ func wantParkedReason(t *testing.T, reason string, subs ...string) {
 	}
 }
 
-// hookStore is a *store.DB whose OldestDue calls a hook first (the
+// hookStore is a *bolt.DB whose OldestDue calls a hook first (the
 // scheduler calls OldestDue just before it sleeps).
 type hookStore struct {
 	*bolt.DB

@@ -68,7 +68,7 @@ func blockingTarget(t *testing.T) (tg *target, arrived chan struct{}, release ch
 	return tg, arrived, release
 }
 
-// TestTransportOutcomes covers the rows of DESIGN §3 that end without an
+// TestTransportOutcomes covers the rows of ARCHITECTURE.md §3 that end without an
 // HTTP answer: after sending they are unknown (and, without a status URL
 // or key TTL, parked after one request); a request Go refuses to send is
 // permanent.

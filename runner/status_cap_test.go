@@ -50,7 +50,7 @@ func TestStatusAnswerOverCapProvesNoEnd(t *testing.T) {
 			got := getJob(t, db, j.ID)
 			t.Logf("posts=%d queries=%d state=%s reason=%q", posts.Load(), queries.Load(), got.State, got.Reason)
 			if got.State == tc.bad {
-				t.Errorf("status answer %q... (over the cap) ended the job %s; DESIGN §5 says this answer is not 'found, succeeded'", tc.body[:40], got.State)
+				t.Errorf("status answer %q... (over the cap) ended the job %s; ARCHITECTURE.md §5 says this answer is not 'found, succeeded'", tc.body[:40], got.State)
 			}
 			if got.State != store.StateNeedsAttention || posts.Load() != 1 {
 				t.Errorf("status answer %q... (over the cap): job %s after %d creates; want needs_attention after 1 (never replayed)", tc.body[:40], got.State, posts.Load())

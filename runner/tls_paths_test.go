@@ -229,7 +229,7 @@ func TestTLS13ClientCertRequired(t *testing.T) {
 					t.Fatal("handler reached")
 				}
 				if v.Class == ClassUnknown {
-					t.Errorf("TLS handshake failure (%s) classified unknown; DESIGN §3: TLS handshake failure is no effect", tls.VersionName(ver))
+					t.Errorf("TLS handshake failure (%s) classified unknown; ARCHITECTURE.md §3: TLS handshake failure is no effect", tls.VersionName(ver))
 				}
 			})
 		})

@@ -13,7 +13,7 @@ import (
 	"github.com/idemrun/idemrun/store"
 )
 
-// TestRetryAfterOverCapWhileUnknownStopsNow: §4 says a Retry-After over the
+// TestRetryAfterOverCapWhileUnknownStopsNow: ARCHITECTURE.md §4 says a Retry-After over the
 // job's cap stops the job now with the last error, on the status-query path
 // too (a 503 or a 409 with Retry-After, job with a status URL): the attempt
 // may have taken effect, so the job goes to needs_attention instead of
@@ -49,7 +49,7 @@ func TestRetryAfterOverCapWhileUnknownStopsNow(t *testing.T) {
 			got := runUntil(t, db, cfg, func(j *store.Job) bool { return j.State != store.StateRunning })
 
 			if got.State != store.StateNeedsAttention {
-				t.Errorf("after %d %s with Retry-After %s (cap 1m): state %s, next_run_at in %s; want needs_attention now (§4: over the cap, stop now)",
+				t.Errorf("after %d %s with Retry-After %s (cap 1m): state %s, next_run_at in %s; want needs_attention now (ARCHITECTURE.md §4: over the cap, stop now)",
 					tc.code, http.StatusText(tc.code), tc.retryAfter, got.State, time.Until(got.NextRunAt).Round(time.Hour))
 			}
 			if limit := got.Deadline.Add(time.Hour); got.State == store.StateUnknown && got.NextRunAt.After(limit) {

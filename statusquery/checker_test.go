@@ -51,7 +51,7 @@ type doerFunc func(*http.Request) (*http.Response, error)
 
 func (f doerFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
 
-// TestHTTPCheckerProtocol runs the DESIGN §5 table through a real server.
+// TestHTTPCheckerProtocol runs the ARCHITECTURE.md §5 table through a real server.
 func TestHTTPCheckerProtocol(t *testing.T) {
 	t.Parallel()
 	cases := protocolCases()

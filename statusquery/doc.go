@@ -1,5 +1,5 @@
 // Package statusquery implements the status protocol idemrun follows when an
-// attempt's outcome is unknown (DESIGN §5).
+// attempt's outcome is unknown (ARCHITECTURE.md §5).
 //
 // A timeout tells the client it got no answer in time, not that the server
 // did nothing. So before a job whose last attempt may have taken effect is

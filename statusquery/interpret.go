@@ -14,7 +14,7 @@ import (
 const utf8BOM = "\xEF\xBB\xBF"
 
 // Interpret maps a status answer onto an Outcome and a short detail,
-// following DESIGN §5. It is a pure function; truncated reports that body is
+// following ARCHITECTURE.md §5. It is a pure function; truncated reports that body is
 // only the first part of a longer answer.
 //
 //   - 404, 410: NotFound.
@@ -203,7 +203,7 @@ func interpretList(raw []byte) (Outcome, string) {
 
 // outcome reads a JSON object of a 2xx answer: the whole answer, or
 // (item) a list's one item, which is read the same way but for its own
-// data list. The rows are DESIGN §5's, in order.
+// data list. The rows are ARCHITECTURE.md §5's, in order.
 func (o object) outcome(item bool) (Outcome, string) {
 	detail := func(d string) string {
 		if item {
@@ -316,7 +316,7 @@ func (o object) word() string {
 	return ""
 }
 
-// classifyWord returns InProgress or FoundFailed for the words of DESIGN §5,
+// classifyWord returns InProgress or FoundFailed for the words of ARCHITECTURE.md §5,
 // and "" for any other word.
 func classifyWord(v string) Outcome {
 	switch normalizeWord(v) {

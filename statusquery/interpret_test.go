@@ -7,7 +7,7 @@ import (
 	"github.com/idemrun/idemrun/statusquery"
 )
 
-// protocolCase is one row of DESIGN §5, or a body that lies about it. The
+// protocolCase is one row of ARCHITECTURE.md §5, or a body that lies about it. The
 // same table runs through Interpret and through HTTPChecker.
 type protocolCase struct {
 	name       string
@@ -290,7 +290,7 @@ func TestOneItemWithWordAndDataListIsNoAnswer(t *testing.T) {
 }
 
 // A 2xx answer whose whole body says the operation is in progress (the
-// status row comes first, DESIGN §5 / Interpret's doc) but whose "data"
+// status row comes first, ARCHITECTURE.md §5 / Interpret's doc) but whose "data"
 // list of events is long: cut by the cap after the second event, the
 // prefix proves no duplicate (a status member may follow, or a second
 // "data"), so it is no answer and the job is queried again.

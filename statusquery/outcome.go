@@ -6,7 +6,7 @@ import (
 )
 
 // Outcome is what a status query learned about an attempt whose outcome was
-// unknown. The runner maps it onto job states (DESIGN §2 and §5).
+// unknown. The runner maps it onto job states (ARCHITECTURE.md §2 and §5).
 type Outcome string
 
 const (

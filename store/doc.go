@@ -26,6 +26,6 @@
 // each caller only after the commit that holds its operation is on disk. If a
 // batch fails as a whole, its operations are run again one by one, so one bad
 // operation cannot fail its neighbours. Each state change is checked against
-// the transition table of the design card inside the transaction that makes
+// the transition table (ARCHITECTURE.md §2) inside the transaction that makes
 // it; counters and indexes change in the same transaction.
 package store

@@ -8,7 +8,7 @@ import (
 )
 
 // State is where a job is in its life. The values and their meaning are those
-// of the design card (§2).
+// of ARCHITECTURE.md §2.
 type State string
 
 // The seven states of a job.
@@ -54,7 +54,7 @@ func (s State) Terminal() bool {
 	return s == StateSucceeded || s == StateFailed || s == StateCanceled
 }
 
-// legal is the transition table of the design card (§2). A transition not in
+// legal is the transition table of ARCHITECTURE.md §2. A transition not in
 // it is refused inside the transaction that tries it.
 var legal = map[State]map[State]bool{
 	StatePending:        {StateRunning: true, StateCanceled: true, StateFailed: true, StateNeedsAttention: true},
@@ -66,7 +66,7 @@ var legal = map[State]map[State]bool{
 	StateCanceled:       {},
 }
 
-// Legal reports whether the design card allows a job to move from one state
+// Legal reports whether the transition table (ARCHITECTURE.md §2) allows a job to move from one state
 // to another.
 func Legal(from, to State) bool { return legal[from][to] }
 

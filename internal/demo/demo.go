@@ -62,7 +62,7 @@ type Config struct {
 	RunnerLog io.Writer
 }
 
-// DefaultFaults is the demo's fault mix: every failure the design card
+// DefaultFaults is the demo's fault mix: every failure ARCHITECTURE.md §3 and §5
 // names, often enough to matter.
 func DefaultFaults() faketarget.Faults {
 	return faketarget.Faults{

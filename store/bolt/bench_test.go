@@ -99,9 +99,9 @@ func succeededAt(now time.Time) store.TransitionFunc {
 	}
 }
 
-// BenchmarkFinishClaimNext is a serial worker's cycle with chained claims:
+// BenchmarkFinishClaimChained is a serial worker's cycle with chained claims:
 // each outcome write claims the next job in the same commit.
-func BenchmarkFinishClaimNext(b *testing.B) {
+func BenchmarkFinishClaimChained(b *testing.B) {
 	db := benchDB(b)
 	now := storetest.T0()
 	seedPending(b, db, b.N+1, now)
@@ -116,7 +116,7 @@ func BenchmarkFinishClaimNext(b *testing.B) {
 	for range b.N {
 		_, next, err := db.FinishClaim(ctx, c, done, &store.NextClaim{Now: now})
 		if err != nil || next == nil {
-			b.Fatalf("FinishClaimNext = %v, %v; want the next job claimed", next, err)
+			b.Fatalf("FinishClaim = %v, %v; want the next job claimed", next, err)
 		}
 		c = *next
 	}

@@ -61,7 +61,7 @@ func workerClaim(t *testing.T, db *bolt.DB, now time.Time) store.Claim {
 // A chained claim takes the due job with the earliest next_run_at, pending
 // or unknown, writes it in the finish's commit exactly as ClaimDue would,
 // and takes nothing that is not due.
-func TestFinishClaimNextTakesEarliestDue(t *testing.T) {
+func TestFinishClaimChainedTakesEarliestDue(t *testing.T) {
 	db, path := newDB(t, nil)
 	now := storetest.T0()
 	const lease = 30 * time.Second
@@ -93,7 +93,7 @@ func TestFinishClaimNextTakesEarliestDue(t *testing.T) {
 	// w's outcome claims u (due 2s ago) before p (due 1s ago).
 	got, next, err := db.FinishClaim(ctx, cw, succeed(now), chainPlan(now, lease))
 	if err != nil || got.State != store.StateSucceeded {
-		t.Fatalf("FinishClaimNext(w) = %+v, %v; want w succeeded", got, err)
+		t.Fatalf("FinishClaim(w) = %+v, %v; want w succeeded", got, err)
 	}
 	if next == nil || next.Job.ID != u.ID {
 		t.Fatalf("chained claim after w = %s; want u (the earliest due)", claimID(next))
@@ -129,7 +129,7 @@ func TestFinishClaimNextTakesEarliestDue(t *testing.T) {
 	// p's outcome finds nothing due: later is not.
 	_, next, err = db.FinishClaim(ctx, pc, succeed(now), chainPlan(now, lease))
 	if err != nil || next != nil {
-		t.Fatalf("FinishClaimNext(p) = claim %s, %v; want no claim (nothing due)", claimID(next), err)
+		t.Fatalf("FinishClaim(p) = claim %s, %v; want no claim (nothing due)", claimID(next), err)
 	}
 	st, _ := db.Stats()
 	if st[store.StateSucceeded] != 3 || st[store.StatePending] != 1 || st[store.StateRunning] != 0 || st[store.StateUnknown] != 0 {
@@ -139,7 +139,7 @@ func TestFinishClaimNextTakesEarliestDue(t *testing.T) {
 
 // A job a claim round of the same handle is claiming is passed over; the
 // next due one is claimed instead.
-func TestFinishClaimNextPassesOverClaiming(t *testing.T) {
+func TestFinishClaimChainedPassesOverClaiming(t *testing.T) {
 	db, _ := newDB(t, nil)
 	now := storetest.T0()
 	cw := workerClaim(t, db, now)
@@ -161,7 +161,7 @@ func TestFinishClaimNextPassesOverClaiming(t *testing.T) {
 
 // A refused finish claims nothing: the stale worker's outcome and its
 // chained claim are one write.
-func TestFinishClaimNextRefusedClaimsNothing(t *testing.T) {
+func TestFinishClaimChainedRefusedClaimsNothing(t *testing.T) {
 	db, _ := newDB(t, nil)
 	now := storetest.T0()
 	cw := workerClaim(t, db, now)
@@ -179,7 +179,7 @@ func TestFinishClaimNextRefusedClaimsNothing(t *testing.T) {
 	before, _ := db.Get(p.ID)
 	_, next, err := db.FinishClaim(ctx, cw, succeed(now), chainPlan(now, time.Second))
 	if !errors.Is(err, store.ErrFenced) || next != nil {
-		t.Fatalf("FinishClaimNext on a stale claim = %s, %v; want ErrFenced and no claim", claimID(next), err)
+		t.Fatalf("FinishClaim on a stale claim = %s, %v; want ErrFenced and no claim", claimID(next), err)
 	}
 	if after, _ := db.Get(p.ID); !storetest.JobsEqual(after, before) {
 		t.Errorf("p changed although the finish was refused: %+v", after)
@@ -208,7 +208,7 @@ func TestFinishClaimNextRefusedClaimsNothing(t *testing.T) {
 	}, chainPlan(now, time.Second))
 	var te *store.TransitionError
 	if !errors.As(err, &te) || next != nil {
-		t.Fatalf("FinishClaimNext running → %s = %s, %v; want a TransitionError, no claim", illegal, claimID(next), err)
+		t.Fatalf("FinishClaim running → %s = %s, %v; want a TransitionError, no claim", illegal, claimID(next), err)
 	}
 	if got, _ := db.Get(q.ID); got.State != store.StatePending || got.Fence != 0 {
 		t.Errorf("q is %s (fence %d) after a refused finish; want untouched pending", got.State, got.Fence)
@@ -217,7 +217,7 @@ func TestFinishClaimNextRefusedClaimsNothing(t *testing.T) {
 
 // When the commit fails, neither the finish nor the chained claim is
 // written; the same call afterwards does both.
-func TestFinishClaimNextCommitFailure(t *testing.T) {
+func TestFinishClaimChainedCommitFailure(t *testing.T) {
 	var fail bool // read by the writer after each op is queued: ordered by the queue
 	db, _ := newDB(t, &bolt.Options{CommitHook: func(int) error {
 		if fail {
@@ -235,7 +235,7 @@ func TestFinishClaimNextCommitFailure(t *testing.T) {
 	_, next, err := db.FinishClaim(ctx, cw, succeed(now), chainPlan(now, time.Second))
 	fail = false
 	if err == nil || next != nil {
-		t.Fatalf("FinishClaimNext with a failing commit = %s, %v; want an error, no claim", claimID(next), err)
+		t.Fatalf("FinishClaim with a failing commit = %s, %v; want an error, no claim", claimID(next), err)
 	}
 	st, _ := db.Stats()
 	if st[store.StateRunning] != 1 || st[store.StatePending] != 1 || st[store.StateSucceeded] != 0 {
@@ -243,6 +243,6 @@ func TestFinishClaimNextCommitFailure(t *testing.T) {
 	}
 	_, next, err = db.FinishClaim(ctx, cw, succeed(now), chainPlan(now, time.Second))
 	if err != nil || next == nil || next.Job.ID != p.ID {
-		t.Fatalf("FinishClaimNext after the failure = %s, %v; want p claimed", claimID(next), err)
+		t.Fatalf("FinishClaim after the failure = %s, %v; want p claimed", claimID(next), err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // TestDamagedRecordDoesNotBlockRecovery: one undecodable running record
-// stops RecoverRunning for every other running job (so `idemrun run`
+// stops Rescue for every other running job (so `idemrun run`
 // exits with "runner: recovery: ..."), although claims pass over damaged
 // records and `idemrun check` is the documented way to find them.
 func TestDamagedRecordDoesNotBlockRecovery(t *testing.T) {
@@ -41,7 +41,7 @@ func TestDamagedRecordDoesNotBlockRecovery(t *testing.T) {
 	}
 	defer db.Close()
 	if n, err := db.Rescue(ctx, now.Add(time.Minute), nil); err != nil {
-		t.Errorf("RecoverRunning with one damaged record = %d, %v; want the sound job recovered", n, err)
+		t.Errorf("Rescue with one damaged record = %d, %v; want the sound job recovered", n, err)
 	}
 	if j, _ := db.Get(ids[1]); j == nil || j.State != store.StateUnknown {
 		t.Errorf("sound running job %s not recovered", ids[1])

@@ -59,7 +59,7 @@ func TestCallerPanicInWriteIsNotCorruption(t *testing.T) {
 	}
 	wg.Wait()
 	if ferr == nil || errors.Is(ferr, store.ErrCorrupt) || !strings.Contains(ferr.Error(), "app bug") || !strings.Contains(ferr.Error(), "not damaged") {
-		t.Errorf("FinishClaimNext with a panicking ClaimFunc: %v; want an error naming the panic, not ErrCorrupt", ferr)
+		t.Errorf("FinishClaim with a panicking ClaimFunc: %v; want an error naming the panic, not ErrCorrupt", ferr)
 	}
 	for i, err := range errs {
 		if err != nil {

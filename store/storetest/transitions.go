@@ -8,8 +8,9 @@ import (
 	"github.com/idemrun/idemrun/store"
 )
 
-// cardTable returns the transitions the design card allows: the arrows of
-// its state diagram (§2), plus the three that its other sections require.
+// cardTable returns the transitions the design allows: the arrows of
+// the state diagram (README, "How it works"; ARCHITECTURE.md §2), plus the
+// three that the classification (§3) and the limits (§4) require.
 func cardTable() map[[2]store.State]bool {
 	const (
 		pending   = store.StatePending
@@ -21,7 +22,7 @@ func cardTable() map[[2]store.State]bool {
 		canceled  = store.StateCanceled
 	)
 	return map[[2]store.State]bool{
-		// §2 diagram.
+		// The state diagram.
 		{pending, running}:     true, // claim
 		{pending, canceled}:    true, // person: cancel
 		{running, succeeded}:   true, // 2xx
