@@ -201,6 +201,9 @@ func Open(path string, opts *Options) (*DB, error) {
 		if err := checkTruncated(path, fi.Size()); err != nil {
 			return nil, err
 		}
+		if err := checkFreelistPage(path); err != nil {
+			return nil, err
+		}
 	}
 	bdb, err := openBolt(path, o.Mode, bo)
 	if err != nil {
@@ -505,8 +508,10 @@ func (o *Options) syncDir(dir string) error {
 type metaHead struct {
 	page     int // 0 or 1
 	pageSize int64
-	hwm      int64 // pages in use as this meta page saw them
-	ok       bool  // the checksum matches
+	hwm      int64  // pages in use as this meta page saw them
+	freelist uint64 // the freelist's page id
+	txid     uint64
+	ok       bool // the checksum matches
 }
 
 // readMetaHeads reads the meta pages of the bbolt file at path that carry
@@ -543,7 +548,8 @@ func readMetaHeads(path string) []metaHead {
 		}
 		h := fnv.New64a()
 		h.Write(buf[16:72])
-		m := metaHead{page: page, pageSize: int64(binary.LittleEndian.Uint32(buf[24:28])), hwm: int64(binary.LittleEndian.Uint64(buf[56:64])), ok: h.Sum64() == binary.LittleEndian.Uint64(buf[72:80])}
+		m := metaHead{page: page, pageSize: int64(binary.LittleEndian.Uint32(buf[24:28])), hwm: int64(binary.LittleEndian.Uint64(buf[56:64])),
+			freelist: binary.LittleEndian.Uint64(buf[48:56]), txid: binary.LittleEndian.Uint64(buf[64:72]), ok: h.Sum64() == binary.LittleEndian.Uint64(buf[72:80])}
 		if m.pageSize > 0 && m.hwm > 0 && m.hwm < 1<<40 {
 			out = append(out, m)
 			if pageSize == 0 {
@@ -628,6 +634,37 @@ func jobRecordsOnLeaf(page []byte, count int64, bucketFlag uint32) int {
 // maps the file and reads pages past a truncated end, which kills the
 // process with SIGBUS, a fault no recover can catch; so the size is checked
 // before bbolt sees the file.
+// checkFreelistPage refuses a file whose current meta page points at a
+// freelist page that is not one. bbolt panics on it after it has opened,
+// locked and mapped the file, and the handle it never returns keeps the
+// lock (the mapping holds the file open) until the garbage collector
+// finds it: every later open in this process would read as "locked".
+func checkFreelistPage(path string) error {
+	var cur *metaHead
+	heads := readMetaHeads(path)
+	for i := range heads {
+		if heads[i].ok && (cur == nil || heads[i].txid > cur.txid) {
+			cur = &heads[i]
+		}
+	}
+	const noFreelist = 0xffffffffffffffff // NoFreelistSync files keep none
+	if cur == nil || cur.freelist == noFreelist {
+		return nil // bbolt reports a file without a sound meta page
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil // bbolt reports it
+	}
+	defer f.Close()
+	var hdr [16]byte
+	const freelistPageFlag = 0x10
+	_, rerr := f.ReadAt(hdr[:], int64(cur.freelist)*cur.pageSize)
+	if rerr != nil || int64(cur.freelist) >= cur.hwm || binary.LittleEndian.Uint16(hdr[8:10])&freelistPageFlag == 0 {
+		return fileErr(path, FileDamaged, fmt.Errorf("%w: %s: its freelist page %d is damaged; restore from a backup", store.ErrCorrupt, path, cur.freelist))
+	}
+	return nil
+}
+
 func checkTruncated(path string, size int64) error {
 	var need int64
 	for _, m := range readMetaHeads(path) {
