@@ -1,0 +1,188 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemrun/idemrun/store"
+)
+
+// DefaultSchema is the schema that holds idemrun's tables unless
+// Options.Schema names another.
+const DefaultSchema = "idemrun"
+
+// Errors of Open and Migrate, in the store's terms.
+var (
+	// ErrNoSchema: the database lacks idemrun's tables in the schema, or
+	// holds an older version of them; Migrate creates or upgrades them.
+	ErrNoSchema = errors.New("store: the database has no idemrun schema of this version")
+	// ErrNewerSchema: the schema was migrated by a newer idemrun.
+	ErrNewerSchema = errors.New("store: the database schema is newer than this idemrun")
+	// ErrCorruptRecord: a stored job does not decode, or its columns
+	// disagree with it.
+	ErrCorruptRecord = errors.New("store: corrupt job record")
+)
+
+// Options configures Open and Migrate. A nil *Options means all defaults.
+type Options struct {
+	// Schema is the Postgres schema that holds idemrun's tables, so they
+	// sit beside an application's own. Defaults to DefaultSchema.
+	Schema string
+	// MaxConns is the most connections the handle opens. Zero keeps the
+	// URL's pool_max_conns, or pgxpool's default (four, or the number of
+	// CPUs if more). A runner needs about one per worker that is writing
+	// at a time.
+	MaxConns int32
+}
+
+func (o *Options) schema() string {
+	if o == nil || o.Schema == "" {
+		return DefaultSchema
+	}
+	return o.Schema
+}
+
+// DB is an open idemrun store in a Postgres database. It implements
+// store.Store; many DBs, in one process or many, may share a database.
+type DB struct {
+	pool    *pgxpool.Pool
+	schema  string
+	where   string // the URL without its password, and the schema, for messages
+	secrets []string
+	q       queries
+	closed  atomic.Bool
+}
+
+var (
+	_ store.Store   = (*DB)(nil)
+	_ store.Located = (*DB)(nil)
+)
+
+// Open connects to the database at url (a postgres:// URL or a keyword
+// string, as pgx reads them) and checks that its schema holds idemrun's
+// tables at this version. It creates nothing: a database without them is
+// refused with ErrNoSchema (Migrate creates them), one migrated by a newer
+// idemrun with ErrNewerSchema. No error names the URL's password.
+func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
+	schema := opts.schema()
+	if err := checkSchemaName(schema); err != nil {
+		return nil, err
+	}
+	r := newRedactor(url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, r.parseError(err)
+	}
+	if opts != nil && opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "idemrun"
+	}
+	where := fmt.Sprintf("%s (schema %s)", r.location(), schema)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, r.wrap(fmt.Errorf("store: open %s: %w", where, err))
+	}
+	db := &DB{pool: pool, schema: schema, where: where, secrets: r.secrets, q: newQueries(schema)}
+	if err := db.checkVersion(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// checkVersion refuses a database whose schema is missing, behind or
+// ahead of this idemrun's migrations.
+func (db *DB) checkVersion(ctx context.Context) error {
+	v, err := schemaVersion(ctx, db.pool, db.schema)
+	if err != nil {
+		return db.wrap(fmt.Errorf("store: open %s: %w", db.where, err))
+	}
+	return versionError(db.where, v)
+}
+
+// Location returns the database URL without its password, and the schema.
+func (db *DB) Location() string { return db.where }
+
+// Schema returns the schema that holds the store's tables.
+func (db *DB) Schema() string { return db.schema }
+
+// Close closes the handle's connections once the operations in flight on
+// them are done. Every write acknowledged before is committed already.
+func (db *DB) Close() error {
+	if db.closed.Swap(true) {
+		return nil
+	}
+	db.pool.Close()
+	return nil
+}
+
+// usable returns the error that refuses an operation now, if any.
+func (db *DB) usable(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if db.closed.Load() {
+		return fmt.Errorf("%w: %s", store.ErrClosed, db.where)
+	}
+	return nil
+}
+
+// wrap turns an error from the database into the store's: ErrClosed when
+// the handle was closed meanwhile, and never with the URL's password.
+func (db *DB) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	if db.closed.Load() && !errors.Is(err, store.ErrClosed) {
+		err = fmt.Errorf("%w: %s: %w", store.ErrClosed, db.where, err)
+	}
+	return redactor{secrets: db.secrets}.wrap(err)
+}
+
+// tx runs fn in a read committed transaction and commits it when fn
+// returns nil. The isolation level is set, not left to the server's
+// default: claims rely on read committed's re-check of a row another
+// transaction changed, and Enqueue on each statement seeing what
+// committed before it.
+func (db *DB) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return db.txWith(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
+}
+
+// snapshot runs fn in a read-only repeatable read transaction: reads of
+// several statements that see one state of the database.
+func (db *DB) snapshot(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return db.txWith(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+func (db *DB) txWith(ctx context.Context, o pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+	if err := db.usable(ctx); err != nil {
+		return err
+	}
+	tx, err := db.pool.BeginTx(ctx, o)
+	if err != nil {
+		return db.wrap(fmt.Errorf("store: %s: %w", db.where, err))
+	}
+	// A no-op after Commit. Not under ctx: a rollback after ctx is
+	// canceled would close the connection instead of returning it to the
+	// pool.
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := fn(tx); err != nil {
+		if !strings.HasPrefix(err.Error(), "store: ") {
+			// The driver's or the server's error: say where.
+			err = fmt.Errorf("store: %s: %w", db.where, err)
+		}
+		return db.wrap(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return db.wrap(fmt.Errorf("store: %s: commit: %w", db.where, err))
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package postgres
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemrun/idemrun/store"
+)
+
+// TestQueriesComplete: every statement has the schema filled in.
+func TestQueriesComplete(t *testing.T) {
+	q := newQueries(`we"ird`)
+	v := reflect.ValueOf(q)
+	if n := len(q.all()); n != v.NumField() {
+		t.Fatalf("queries.all lists %d statements; queries has %d", n, v.NumField())
+	}
+	for i := range v.NumField() {
+		s, name := v.Field(i).String(), v.Type().Field(i).Name
+		tables := name != "advisoryXact" // the one statement that names no table
+		if s == "" || strings.Contains(s, "{schema}") || tables != strings.Contains(s, `"we""ird"`) {
+			t.Errorf("statement %s = %q; want the quoted schema filled in", name, s)
+		}
+	}
+}
+
+func TestASCIIJSON(t *testing.T) {
+	for _, s := range []string{"plain", "naïve", "日本", "🔑 key", "\u2028", "nul \x00", ""} {
+		b, err := json.Marshal(map[string]string{"v": s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := asciiJSON(b)
+		for _, c := range a {
+			if c >= 0x80 {
+				t.Fatalf("asciiJSON(%q) = %q: not ASCII", b, a)
+			}
+		}
+		var back map[string]string
+		if err := json.Unmarshal(a, &back); err != nil || back["v"] != s {
+			t.Errorf("asciiJSON(%q) = %q decodes to %q, %v; want %q", b, a, back["v"], err, s)
+		}
+	}
+}
+
+// TestNanos: times keep their order as nanoseconds, the zero time first,
+// far dates saturated; the cursor key is store/bolt's.
+func TestNanos(t *testing.T) {
+	base := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	ordered := []time.Time{{}, time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC), base.Add(-time.Nanosecond), base, base.Add(time.Nanosecond), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}
+	for i := 1; i < len(ordered); i++ {
+		if nanos(ordered[i-1]) >= nanos(ordered[i]) {
+			t.Errorf("nanos(%v) = %d, not below nanos(%v) = %d", ordered[i-1], nanos(ordered[i-1]), ordered[i], nanos(ordered[i]))
+		}
+	}
+	if got := fromNanos(nanos(base)); !got.Equal(base) {
+		t.Errorf("fromNanos(nanos(%v)) = %v", base, got)
+	}
+	if !fromNanos(nanos(time.Time{})).IsZero() {
+		t.Errorf("the zero time does not come back zero")
+	}
+	if k := uint64(nanos(time.Time{})) ^ 1<<63; k != 0 {
+		t.Errorf("cursor key of the zero time = %d; want 0, as store/bolt's", k)
+	}
+	if nanos(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)) != math.MaxInt64 {
+		t.Errorf("a date past 2262 does not saturate")
+	}
+}
+
+// TestDecodeRefusesUnknownFields: a record with a field this idemrun
+// does not know was written by a newer one; it is refused, not dropped.
+func TestDecodeRefusesUnknownFields(t *testing.T) {
+	j := &store.Job{ID: store.NewID(), Key: "k", State: store.StatePending}
+	rec, err := encodeJob(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decodeJob(rec); err != nil {
+		t.Fatalf("decodeJob of a fresh record: %v", err)
+	}
+	newer := strings.Replace(string(rec), `{`, `{"added_later":1,`, 1)
+	if _, err := decodeJob([]byte(newer)); err == nil {
+		t.Errorf("decodeJob(%s) = nil error; want a refusal", newer)
+	}
+	if _, err := encodeJob(&store.Job{ID: j.ID, State: "bogus"}); err == nil {
+		t.Errorf("encodeJob of an unknown state = nil error")
+	}
+}
+
+func TestRedactor(t *testing.T) {
+	const pw = "p@ss:w/rd"
+	for _, raw := range []string{
+		"postgres://u:p%40ss%3Aw%2Frd@db.example:5432/app",
+		"postgres://u:p@ss:w/rd@db.example:5432/app",
+		"postgres://u@db.example/app?password=p%40ss%3Aw%2Frd",
+		"host=db.example password='p@ss:w/rd'",
+		"host=db.example password=p@ss:w/rd",
+	} {
+		r := newRedactor(raw)
+		for _, shown := range []string{r.location(), r.scrub("failed: " + pw + " / " + raw)} {
+			if strings.Contains(shown, pw) || strings.Contains(shown, "p%40ss") || strings.Contains(shown, "ss:w") {
+				t.Errorf("newRedactor(%q) shows the password: %q", raw, shown)
+			}
+		}
+	}
+	if loc := newRedactor("postgres://u@db.example:5432/app?sslmode=disable").location(); loc != "postgres://u@db.example:5432/app?sslmode=disable" {
+		t.Errorf("location of a URL without a password = %q; want it unchanged", loc)
+	}
+}

@@ -1,0 +1,195 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemrun/idemrun/store"
+)
+
+// transition is the one shape of every manual change: the job is locked
+// and read, fn changes a copy, the change is checked against the
+// transition table and the rules of what never changes, and written.
+func (db *DB) transition(ctx context.Context, id string, fn store.TransitionFunc) (*store.Job, error) {
+	if err := db.usable(ctx); err != nil {
+		return nil, err
+	}
+	sid, err := jobID(id)
+	if err != nil {
+		return nil, err
+	}
+	var out *store.Job
+	err = db.tx(ctx, func(tx pgx.Tx) error {
+		var rec []byte
+		err := tx.QueryRow(ctx, db.q.jobByIDLocked, sid).Scan(&rec)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: %s", store.ErrNotFound, sid)
+		}
+		if err != nil {
+			return err
+		}
+		old, err := decodeJob(rec)
+		if err != nil {
+			return err
+		}
+		j := old.Clone()
+		if err := fn(j); err != nil {
+			return err
+		}
+		if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence {
+			// Only a claim moves the fence; a change that rewound it would
+			// let a stale claim's write pass its fence check again.
+			return fmt.Errorf("store: job %s: id, key and fence never change in a transition", old.ID)
+		}
+		if !sameRequest(old, j) {
+			return fmt.Errorf("store: job %s: %w", old.ID, errRequestChanged)
+		}
+		if j.State != old.State && !store.Legal(old.State, j.State) {
+			return &store.TransitionError{JobID: j.ID, From: old.State, To: j.State}
+		}
+		if j.State == old.State && old.State.Terminal() {
+			return &store.TransitionError{JobID: j.ID, From: old.State, To: j.State, Why: "the job already ended"}
+		}
+		c, err := colsOf(j)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, db.q.update, c.updateArgs()...); err != nil {
+			return err
+		}
+		out = j
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Cancel moves a pending job that cannot have had an effect to canceled.
+func (db *DB) Cancel(ctx context.Context, id string, now time.Time, actor, note string) (*store.Job, error) {
+	return db.transition(ctx, id, func(j *store.Job) error {
+		if j.State != store.StatePending {
+			return &store.TransitionError{JobID: j.ID, From: j.State, To: store.StateCanceled, Why: "only pending jobs can be canceled"}
+		}
+		if j.MayHaveEffect {
+			return &store.TransitionError{JobID: j.ID, From: j.State, To: store.StateCanceled, Why: "an earlier attempt may have taken effect; it can no longer be canceled"}
+		}
+		manual(j, now, store.StateCanceled, actor, note)
+		j.Reason = "canceled by " + actorOr(actor)
+		return nil
+	})
+}
+
+// Retry moves a failed job back to pending with the same key, a fresh
+// attempt budget and a fresh deadline.
+func (db *DB) Retry(ctx context.Context, id string, now time.Time, actor, note string) (*store.Job, error) {
+	return db.transition(ctx, id, func(j *store.Job) error {
+		if j.State != store.StateFailed {
+			return &store.TransitionError{JobID: j.ID, From: j.State, To: store.StatePending, Why: "only failed jobs can be retried"}
+		}
+		manual(j, now, store.StatePending, actor, note)
+		j.AttemptBase = j.Attempts
+		j.RetryBase = j.Attempts
+		j.Deadline = now.Add(j.DeadlineAfter)
+		j.NextRunAt = now
+		j.Reason = ""
+		j.Result = nil
+		return nil
+	})
+}
+
+// Resolve ends a needs_attention job as succeeded or failed on a person's
+// word, recording who and why.
+func (db *DB) Resolve(ctx context.Context, id string, as store.State, now time.Time, actor, note string) (*store.Job, error) {
+	if as != store.StateSucceeded && as != store.StateFailed {
+		return nil, fmt.Errorf("store: resolve as %q: accepted: succeeded, failed", as)
+	}
+	return db.transition(ctx, id, func(j *store.Job) error {
+		if j.State != store.StateNeedsAttention {
+			return &store.TransitionError{JobID: j.ID, From: j.State, To: as, Why: "only needs_attention jobs are resolved"}
+		}
+		manual(j, now, as, actor, note)
+		j.MayHaveEffect = false
+		j.Reason = fmt.Sprintf("resolved as %s by %s: %s", as, actorOr(actor), note)
+		return nil
+	})
+}
+
+func actorOr(a string) string {
+	if a == "" {
+		return "unknown"
+	}
+	return a
+}
+
+func manual(j *store.Job, now time.Time, to store.State, actor, note string) {
+	j.AddEvent(store.Event{Kind: store.EventManual, Start: now, From: j.State, To: to, Actor: actorOr(actor), Note: note})
+	j.State = to
+	j.UpdatedAt = now
+}
+
+// Sweep deletes up to limit ended jobs (succeeded, failed, canceled) last
+// updated before jobCutoff, in one transaction. The key of a deleted job
+// updated at or after keyCutoff stays reserved (a row of key_tombs) until
+// a later sweep's keyCutoff passes its last update; up to limit such
+// reservations are released first. Both walks go through indexes, and
+// rows other transactions hold are passed over for the next sweep.
+func (db *DB) Sweep(ctx context.Context, jobCutoff, keyCutoff time.Time, limit int) (jobs, keys int, err error) {
+	if err := db.usable(ctx); err != nil {
+		return 0, 0, err
+	}
+	if limit <= 0 {
+		return 0, 0, nil
+	}
+	err = db.tx(ctx, func(tx pgx.Tx) error {
+		jobs, keys = 0, 0
+		tag, err := tx.Exec(ctx, db.q.releaseTombs, nanos(keyCutoff), limit)
+		if err != nil {
+			return err
+		}
+		keys = int(tag.RowsAffected())
+		var tk, tid []string
+		var tupd []int64
+		kc := nanos(keyCutoff)
+		for _, s := range []store.State{store.StateSucceeded, store.StateFailed, store.StateCanceled} {
+			if jobs == limit {
+				break
+			}
+			rows, err := tx.Query(ctx, db.q.sweep, string(s), nanos(jobCutoff), limit-jobs)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var key, id string
+				var upd int64
+				if err := rows.Scan(&key, &id, &upd); err != nil {
+					rows.Close()
+					return err
+				}
+				jobs++
+				if upd >= kc {
+					tk, tid, tupd = append(tk, key), append(tid, id), append(tupd, upd)
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		if len(tk) > 0 {
+			if _, err := tx.Exec(ctx, db.q.insertTombs, tk, tid, tupd); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return jobs, keys, nil
+}

@@ -1,0 +1,118 @@
+package postgres
+
+import (
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// queries are the store's statements with the schema's name filled in.
+// Every table name is qualified: nothing depends on the search_path.
+type queries struct {
+	insert, update, finish                          string
+	jobByID, jobByIDLocked, jobByKey, jobExists     string
+	tombByKey, tombsByKeys, deleteJobs              string
+	due, nextDue                                    string
+	leaseExpires, register, heartbeat, deregister   string
+	leases, dropExpired, rescuable, advisoryXact    string
+	releaseTombs, sweep, insertTombs                string
+	stats, oldest, anyInStates                      string
+	listAll, listAllAfter                           string
+	listNewest, listNewestAfter                     string
+	listOldest, listOldestAfter                     string
+	names, lockMeta, putMeta                        string
+	checkJobs, checkTombKeys, checkTombIDs, runners string
+}
+
+const jobCols = `id, key, state, next_run_ns, updated_ns, fence, attempts, owner, job`
+
+func newQueries(schema string) queries {
+	r := strings.NewReplacer("{schema}", pgx.Identifier{schema}.Sanitize())
+	q := queries{
+		insert: `INSERT INTO {schema}.jobs (` + jobCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
+		update: `UPDATE {schema}.jobs SET state = $2, next_run_ns = $3, updated_ns = $4, fence = $5, attempts = $6, owner = $7, job = $8 WHERE id = $1`,
+		// A finish writes only over the record its claim wrote: the same
+		// fence, attempt and owner, and the claimed state and time.
+		finish: `UPDATE {schema}.jobs SET state = $2, next_run_ns = $3, updated_ns = $4, fence = $5, attempts = $6, owner = $7, job = $8
+			WHERE id = $1 AND fence = $9 AND attempts = $10 AND owner = $11 AND state IN ('running', 'unknown') AND state = $12 AND sort_ns = $13`,
+
+		jobByID:       `SELECT job FROM {schema}.jobs WHERE id = $1`,
+		jobByIDLocked: `SELECT job FROM {schema}.jobs WHERE id = $1 FOR UPDATE`,
+		jobByKey:      `SELECT job FROM {schema}.jobs WHERE key = $1`,
+		jobExists:     `SELECT EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1)`,
+		tombByKey:     `SELECT job_id::text, updated_ns FROM {schema}.key_tombs WHERE key = $1`,
+		tombsByKeys:   `SELECT key, job_id::text, updated_ns FROM {schema}.key_tombs WHERE key = ANY($1)`,
+		deleteJobs:    `DELETE FROM {schema}.jobs WHERE id = ANY($1)`,
+
+		due: `SELECT id::text, job FROM {schema}.jobs WHERE state = $1 AND sort_ns <= $2 AND NOT (id = ANY($3))
+			ORDER BY sort_ns, id LIMIT $4 FOR UPDATE SKIP LOCKED`,
+		// The earliest due job of each claimable state, each through the
+		// index; the caller takes the earlier of the two.
+		nextDue: `WITH p AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'pending' AND sort_ns <= $1
+				ORDER BY sort_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED),
+			u AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'unknown' AND sort_ns <= $1
+				ORDER BY sort_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+			SELECT * FROM p UNION ALL SELECT * FROM u`,
+
+		leaseExpires: `SELECT expires_ns FROM {schema}.runners WHERE id = $1`,
+		register:     `INSERT INTO {schema}.runners (id, info, started_ns, expires_ns) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+		heartbeat:    `UPDATE {schema}.runners SET expires_ns = $3 WHERE id = $1 AND expires_ns > $2`,
+		deregister:   `DELETE FROM {schema}.runners WHERE id = $1`,
+		leases:       `SELECT id, info, started_ns, expires_ns FROM {schema}.runners ORDER BY started_ns, id`,
+		dropExpired:  `DELETE FROM {schema}.runners WHERE expires_ns <= $1`,
+		rescuable: `SELECT id::text, job FROM {schema}.jobs j WHERE state = 'running'
+			AND NOT EXISTS (SELECT 1 FROM {schema}.runners r WHERE r.id = j.owner AND r.expires_ns > $1)
+			AND NOT (id = ANY($2)) ORDER BY sort_ns, id LIMIT $3 FOR UPDATE`,
+		advisoryXact: `SELECT pg_advisory_xact_lock($1)`,
+
+		releaseTombs: `DELETE FROM {schema}.key_tombs WHERE key IN (SELECT key FROM {schema}.key_tombs WHERE updated_ns < $1
+			ORDER BY updated_ns, job_id LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+		sweep: `DELETE FROM {schema}.jobs WHERE id IN (SELECT id FROM {schema}.jobs WHERE state = $1 AND sort_ns < $2
+			ORDER BY sort_ns, id LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING key, id::text, updated_ns`,
+		insertTombs: `INSERT INTO {schema}.key_tombs (key, job_id, updated_ns) SELECT * FROM unnest($1::text[], $2::uuid[], $3::bigint[])
+			ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id, updated_ns = excluded.updated_ns`,
+
+		stats:       `SELECT state, count(*) FROM {schema}.jobs GROUP BY state`,
+		oldest:      `SELECT sort_ns FROM {schema}.jobs WHERE state = $1 ORDER BY sort_ns, id LIMIT 1`,
+		anyInStates: `SELECT EXISTS (SELECT 1 FROM {schema}.jobs WHERE state = ANY($1))`,
+
+		listAll:         `SELECT id::text, state, sort_ns, job FROM {schema}.jobs ORDER BY id DESC LIMIT $1`,
+		listAllAfter:    `SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE id < $2 ORDER BY id DESC LIMIT $1`,
+		listNewest:      `SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = $2 ORDER BY sort_ns DESC, id DESC LIMIT $1`,
+		listNewestAfter: `SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = $2 AND (sort_ns, id) < ($3, $4) ORDER BY sort_ns DESC, id DESC LIMIT $1`,
+		listOldest:      `SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = $2 ORDER BY sort_ns, id LIMIT $1`,
+		listOldestAfter: `SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = $2 AND (sort_ns, id) > ($3, $4) ORDER BY sort_ns, id LIMIT $1`,
+
+		names:    `SELECT name, value FROM {schema}.meta WHERE name = ANY($1)`,
+		lockMeta: `LOCK TABLE {schema}.meta IN SHARE ROW EXCLUSIVE MODE`,
+		putMeta:  `INSERT INTO {schema}.meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+
+		checkJobs:     `SELECT ` + jobCols + `, sort_ns FROM {schema}.jobs ORDER BY id`,
+		checkTombKeys: `SELECT t.key, j.id::text FROM {schema}.key_tombs t JOIN {schema}.jobs j ON j.key = t.key`,
+		checkTombIDs:  `SELECT t.key, t.job_id::text FROM {schema}.key_tombs t JOIN {schema}.jobs j ON j.id = t.job_id`,
+		runners:       `SELECT id, info FROM {schema}.runners ORDER BY id`,
+	}
+	for _, p := range q.all() {
+		*p = r.Replace(*p)
+	}
+	return q
+}
+
+// all lists every statement, for newQueries to fill in the schema.
+func (q *queries) all() []*string {
+	return []*string{
+		&q.insert, &q.update, &q.finish,
+		&q.jobByID, &q.jobByIDLocked, &q.jobByKey, &q.jobExists,
+		&q.tombByKey, &q.tombsByKeys, &q.deleteJobs,
+		&q.due, &q.nextDue,
+		&q.leaseExpires, &q.register, &q.heartbeat, &q.deregister,
+		&q.leases, &q.dropExpired, &q.rescuable, &q.advisoryXact,
+		&q.releaseTombs, &q.sweep, &q.insertTombs,
+		&q.stats, &q.oldest, &q.anyInStates,
+		&q.listAll, &q.listAllAfter,
+		&q.listNewest, &q.listNewestAfter,
+		&q.listOldest, &q.listOldestAfter,
+		&q.names, &q.lockMeta, &q.putMeta,
+		&q.checkJobs, &q.checkTombKeys, &q.checkTombIDs, &q.runners,
+	}
+}
