@@ -14,13 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/idemkey"
 	"github.com/idemrun/idemrun/internal/apitest"
 	"github.com/idemrun/idemrun/store"
 	"github.com/idemrun/idemrun/store/bolt"
-	bbolt "go.etcd.io/bbolt"
+	"github.com/idemrun/idemrun/store/bolt/bolttest"
 )
 
 // EnqueueMany: "Invalid jobs and key conflicts get their own Err" with
@@ -484,20 +483,8 @@ func TestSweepPassesOverDamagedRecords(t *testing.T) {
 	_, ids := enqueueCanceled(t, c, n)
 	first := ids[0]
 	c.Close()
-	// Damage the first canceled job's record (as store's damageRecord does).
-	bdb, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bdb.Update(func(tx *bbolt.Tx) error {
-		a, _ := uuid.Parse(first)
-		v := append([]byte(nil), tx.Bucket([]byte("jobs")).Get(a[:])...)
-		v[18] = 0x7f
-		return tx.Bucket([]byte("jobs")).Put(a[:], v)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	bdb.Close()
+	// Damage the first canceled job's record.
+	bolttest.DamageRecord(t, path, first, 18, 0x7f)
 	c, err = api.Open(path, &api.Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/store/bolt"
-	bbolt "go.etcd.io/bbolt"
+	"github.com/idemrun/idemrun/store/bolt/bolttest"
 )
 
 // Defaults every Enqueue would refuse are refused by Open, naming the
@@ -154,28 +154,12 @@ func openClose(t *testing.T, path string, o *api.Options) string {
 	return warn.String()
 }
 
-func putMeta(t *testing.T, path, key, val string) {
-	t.Helper()
-	b, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Update(func(tx *bbolt.Tx) error {
-		return tx.Bucket([]byte("meta")).Put([]byte(key), []byte(val))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // Headers' list damaged, an application opens with parameter names only:
 // nothing is rebuilt, and the warning does not say it is.
 func TestDamagedListWarningOnlyWhenRebuilt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-Merchant-Pin"}})
-	putMeta(t, path, "sensitive_headers", `["x-merchant-pin"`)
+	bolttest.PutMeta(t, path, "sensitive_headers", `["x-merchant-pin"`)
 	w := openClose(t, path, &api.Options{SensitiveParams: []string{"merchant_pin"}})
 	if strings.Contains(w, "rebuilt") || !strings.Contains(w, "sensitive_headers") || !strings.Contains(w, "shown redacted") {
 		t.Errorf("warning:\n%s\nwant it to name sensitive_headers, say values are hidden, and claim no rebuild", w)
@@ -192,7 +176,7 @@ func TestDamagedListWarningOnlyWhenRebuilt(t *testing.T) {
 func TestNullListIsDamage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-Merchant-Pin"}})
-	putMeta(t, path, "sensitive_headers", `null`)
+	bolttest.PutMeta(t, path, "sensitive_headers", `null`)
 	c, err := api.Open(path, &api.Options{Warn: &bytes.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +197,7 @@ func TestNullListIsDamage(t *testing.T) {
 func TestDamagedListOfOtherKindStaysHidden(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	openClose(t, path, &api.Options{SensitiveParams: []string{"merchant_pin"}})
-	putMeta(t, path, "sensitive_params", `["merchant_pin"`)
+	bolttest.PutMeta(t, path, "sensitive_params", `["merchant_pin"`)
 	openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-New"}})
 	c, err := api.Open(path, &api.Options{Warn: &bytes.Buffer{}})
 	if err != nil {
@@ -230,7 +214,7 @@ func TestDamagedListOfOtherKindStaysHidden(t *testing.T) {
 func TestDamagedListBlankNamesClaimNoRebuild(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-Merchant-Pin"}})
-	putMeta(t, path, "sensitive_headers", `["x-merchant-pin"`)
+	bolttest.PutMeta(t, path, "sensitive_headers", `["x-merchant-pin"`)
 	w := openClose(t, path, &api.Options{SensitiveHeaders: []string{" "}})
 	if strings.Contains(w, "rebuilt") {
 		t.Errorf("blank names given, nothing rebuilt, but the warning says so:\n%s", w)
@@ -243,7 +227,7 @@ func TestEmptyOrBlankListValueIsDamage(t *testing.T) {
 	for _, v := range []string{"", " ", "[null]", `[""]`} {
 		path := filepath.Join(t.TempDir(), "x.db")
 		openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-Merchant-Pin"}})
-		putMeta(t, path, "sensitive_headers", v)
+		bolttest.PutMeta(t, path, "sensitive_headers", v)
 		c, err := api.Open(path, &api.Options{Warn: &bytes.Buffer{}})
 		if err != nil {
 			t.Fatal(err)
@@ -286,7 +270,7 @@ func TestDamagedListRebuildKeepsNamesAfterTheDamage(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.Close()
-			putMeta(t, path, "sensitive_headers", damaged)
+			bolttest.PutMeta(t, path, "sensitive_headers", damaged)
 			openClose(t, path, &api.Options{SensitiveHeaders: []string{"X-A-Pin"}}) // application A rebuilds
 			w := openClose(t, path, nil)                                            // the CLI's open
 			c, err = api.Open(path, nil)

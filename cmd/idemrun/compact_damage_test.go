@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemrun/idemrun/store/bolt/bolttest"
 	"github.com/idemrun/idemrun/store/storetest"
-	bbolt "go.etcd.io/bbolt"
 )
 
 // compact on a damaged file reports an error naming the file, never a
@@ -38,59 +38,12 @@ func TestCompactDamagedFile(t *testing.T) {
 	}
 }
 
-// damageJobLeaf breaks the page-type flags of one live leaf page of the
-// jobs bucket (one holding a job body), leaving the meta pages, the
-// freelist and the root page alone, so the file still opens.
-func damageJobLeaf(t *testing.T, path string) {
-	t.Helper()
-	bdb, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, PreLoadFreelist: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var live []int
-	err = bdb.View(func(tx *bbolt.Tx) error {
-		for id := 2; ; id++ {
-			p, err := tx.Page(id)
-			if err != nil {
-				return err
-			}
-			if p == nil {
-				return nil
-			}
-			if p.Type == "leaf" {
-				live = append(live, id)
-			}
-		}
-	})
-	ps := bdb.Info().PageSize
-	bdb.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := bytes.Repeat([]byte("b"), 512)
-	for _, id := range live {
-		pg := b[id*ps : (id+1)*ps]
-		if bytes.Contains(pg, body) {
-			pg[8], pg[9] = 0x40, 0x00 // flags: no known page type
-			if err := os.WriteFile(path, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-	}
-	t.Fatal("no live leaf page with a job body found")
-}
-
 // compact of a file whose job pages are damaged (the rest opens) must
 // report it like every other command does, not crash with bbolt's panic.
 func TestCompactDamagedJobPage(t *testing.T) {
 	e := newEnv(t)
 	fillDB(t, e.db)
-	damageJobLeaf(t, e.db)
+	bolttest.DamageJobLeaf(t, e.db)
 	before, _ := os.ReadFile(e.db)
 	if r := e.run("stats"); r.code != 0 {
 		t.Logf("stats on the damaged file: %s", r)

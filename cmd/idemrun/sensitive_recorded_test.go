@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/idemrun/idemrun/api"
-	bbolt "go.etcd.io/bbolt"
+	"github.com/idemrun/idemrun/store/bolt/bolttest"
 )
 
 // recordNames opens e.db through the Go API with extra sensitive names, as
@@ -64,18 +64,7 @@ func TestDamagedSensitiveNamesFailClosedAndAreReported(t *testing.T) {
 	e := newEnv(t)
 	recordNames(t, e)
 	e.ok("enqueue", "--db", e.db, "--url", "http://127.0.0.1:9/p?plain=VISIBLE1", "-H", "X-Plain: VISIBLE2", "--key", "k1")
-	b, err := bbolt.Open(e.db, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Update(func(tx *bbolt.Tx) error {
-		return tx.Bucket([]byte("meta")).Put([]byte("sensitive_headers"), []byte(`["x-pin"`))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
+	bolttest.PutMeta(t, e.db, "sensitive_headers", `["x-pin"`)
 	r := e.run("check", e.db)
 	if strings.Contains(r.stdout, "FAILED to open") || !strings.Contains(r.stdout, "sensitive_headers") {
 		t.Errorf("check of a file with damaged names:\n%s\nwant it opened and the damage reported", r)
