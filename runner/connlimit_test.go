@@ -1,7 +1,6 @@
 package runner_test
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
-	"github.com/idemrun/idemrun/store/bolt"
 )
 
 // connCounter is a target that counts, at the server, the requests in
@@ -118,77 +115,5 @@ func TestMaxConnsPerHostNegativeMeansNoLimit(t *testing.T) {
 	}
 	if got := cc.creates.Load(); got != 20 {
 		t.Fatalf("target saw %d creates, want 20", got)
-	}
-}
-
-// leaseStore records the runner's lease calls.
-type leaseStore struct {
-	*bolt.DB
-	mu         sync.Mutex
-	registered []store.RunnerInfo
-	beats      int
-	ended      []string
-}
-
-func (l *leaseStore) Register(ctx context.Context, r store.RunnerInfo, now time.Time, ttl time.Duration) error {
-	l.mu.Lock()
-	l.registered = append(l.registered, r)
-	l.mu.Unlock()
-	return l.DB.Register(ctx, r, now, ttl)
-}
-
-func (l *leaseStore) Heartbeat(ctx context.Context, id string, now time.Time, ttl time.Duration) error {
-	l.mu.Lock()
-	l.beats++
-	l.mu.Unlock()
-	return l.DB.Heartbeat(ctx, id, now, ttl)
-}
-
-func (l *leaseStore) Deregister(ctx context.Context, id string) error {
-	l.mu.Lock()
-	l.ended = append(l.ended, id)
-	l.mu.Unlock()
-	return l.DB.Deregister(ctx, id)
-}
-
-// Run registers the runner's lease with its id and workers (a store sizes
-// its commit batches by them), keeps it alive while it runs and ends it
-// when it returns; the job it claimed names it as owner.
-func TestRunHoldsALease(t *testing.T) {
-	tg := statusTarget(t, http.StatusCreated)
-	db := openStore(t)
-	j := newJob(tg.URL())
-	enqueue(t, db, j)
-	ls := &leaseStore{DB: db}
-	cfg := testConfig(t)
-	cfg.Workers = 7
-	cfg.ID = "runner-under-test"
-	cfg.LeaseTTL = 90 * time.Millisecond
-	cfg.UntilIdle = true
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
-	r := runner.New(ls, cfg)
-	if r.ID() != "runner-under-test" {
-		t.Fatalf("ID() = %q", r.ID())
-	}
-	if err := r.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if len(ls.registered) != 1 || ls.registered[0].ID != "runner-under-test" || ls.registered[0].Workers != 7 || ls.registered[0].PID == 0 {
-		t.Errorf("registered %+v; want one lease for runner-under-test with 7 workers and a pid", ls.registered)
-	}
-	if len(ls.ended) != 1 || ls.ended[0] != "runner-under-test" {
-		t.Errorf("ended %v; want the lease of runner-under-test", ls.ended)
-	}
-	if leases, _ := db.Leases(); len(leases) != 0 {
-		t.Errorf("leases after Run: %+v; want none", leases)
-	}
-	if got, _ := db.Get(j.ID); got.Owner != "runner-under-test" || got.State != store.StateSucceeded {
-		t.Errorf("job after Run: %s, owner %q; want succeeded, owner runner-under-test", got.State, got.Owner)
-	}
-	if tg.N() != 1 {
-		t.Errorf("target saw %d requests, want 1", tg.N())
 	}
 }

@@ -297,7 +297,7 @@ type Runner struct {
 // write will land; store.ErrLeaseLost: its jobs are another runner's to
 // rescue) and reports whether it does.
 func (r *Runner) noteFailed(err error) bool {
-	if !errors.Is(err, store.ErrFailed) || errors.Is(err, store.ErrLeaseLost) {
+	if !errors.Is(err, store.ErrFailed) && !errors.Is(err, store.ErrLeaseLost) {
 		return false
 	}
 	r.failed.CompareAndSwap(nil, &err)
@@ -751,10 +751,13 @@ func (r *Runner) runTask(t task) {
 }
 
 // mayChain reports whether a worker's outcome write may claim its next job:
-// not once Run is stopping. (During the startup ramp it may: a chained
-// worker keeps its slot, so the number of jobs in flight stays within the
-// ramp.)
+// not once Run is stopping, nor once the runner must stop (its lease lost,
+// its store failed). (During the startup ramp it may: a chained worker
+// keeps its slot, so the number of jobs in flight stays within the ramp.)
 func (r *Runner) mayChain() bool {
+	if r.failed.Load() != nil {
+		return false
+	}
 	select {
 	case <-r.stopping:
 		return false

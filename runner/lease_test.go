@@ -1,0 +1,165 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemrun/idemrun/runner"
+	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/bolt"
+)
+
+// leaseStore records the runner's lease calls.
+type leaseStore struct {
+	*bolt.DB
+	mu         sync.Mutex
+	registered []store.RunnerInfo
+	beats      int
+	ended      []string
+}
+
+func (l *leaseStore) Register(ctx context.Context, r store.RunnerInfo, now time.Time, ttl time.Duration) error {
+	l.mu.Lock()
+	l.registered = append(l.registered, r)
+	l.mu.Unlock()
+	return l.DB.Register(ctx, r, now, ttl)
+}
+
+func (l *leaseStore) Heartbeat(ctx context.Context, id string, now time.Time, ttl time.Duration) error {
+	l.mu.Lock()
+	l.beats++
+	l.mu.Unlock()
+	return l.DB.Heartbeat(ctx, id, now, ttl)
+}
+
+func (l *leaseStore) Deregister(ctx context.Context, id string) error {
+	l.mu.Lock()
+	l.ended = append(l.ended, id)
+	l.mu.Unlock()
+	return l.DB.Deregister(ctx, id)
+}
+
+// Run registers the runner's lease with its id and workers (a store sizes
+// its commit batches by them), keeps it alive while it runs and ends it
+// when it returns; the job it claimed names it as owner.
+func TestRunHoldsALease(t *testing.T) {
+	tg := statusTarget(t, http.StatusCreated)
+	db := openStore(t)
+	j := newJob(tg.URL())
+	enqueue(t, db, j)
+	ls := &leaseStore{DB: db}
+	cfg := testConfig(t)
+	cfg.Workers = 7
+	cfg.ID = "runner-under-test"
+	cfg.LeaseTTL = 90 * time.Millisecond
+	cfg.UntilIdle = true
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	r := runner.New(ls, cfg)
+	if r.ID() != "runner-under-test" {
+		t.Fatalf("ID() = %q", r.ID())
+	}
+	if err := r.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if len(ls.registered) != 1 || ls.registered[0].ID != "runner-under-test" || ls.registered[0].Workers != 7 || ls.registered[0].PID == 0 {
+		t.Errorf("registered %+v; want one lease for runner-under-test with 7 workers and a pid", ls.registered)
+	}
+	if len(ls.ended) != 1 || ls.ended[0] != "runner-under-test" {
+		t.Errorf("ended %v; want the lease of runner-under-test", ls.ended)
+	}
+	if leases, _ := db.Leases(); len(leases) != 0 {
+		t.Errorf("leases after Run: %+v; want none", leases)
+	}
+	if got, _ := db.Get(j.ID); got.Owner != "runner-under-test" || got.State != store.StateSucceeded {
+		t.Errorf("job after Run: %s, owner %q; want succeeded, owner runner-under-test", got.State, got.Owner)
+	}
+	if tg.N() != 1 {
+		t.Errorf("target saw %d requests, want 1", tg.N())
+	}
+}
+
+// lostLease is a store whose lease heartbeats are refused from the first
+// one on, as when a runner's lease expired and another runner rescued its
+// jobs; it counts the claims asked for after that.
+type lostLease struct {
+	*bolt.DB
+	lost        atomic.Bool
+	claimsAfter atomic.Int64
+}
+
+func (l *lostLease) Heartbeat(ctx context.Context, id string, now time.Time, ttl time.Duration) error {
+	l.lost.Store(true)
+	return store.ErrLeaseLost
+}
+
+func (l *lostLease) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Claim, error) {
+	if l.lost.Load() {
+		l.claimsAfter.Add(1)
+	}
+	return l.DB.ClaimDue(ctx, req)
+}
+
+// A runner whose heartbeat is refused stops claiming and stops: Run
+// returns an error that says the lease was lost, the attempt in flight
+// still ends and is recorded, and nothing is claimed after the loss.
+func TestRunStopsWhenItsLeaseIsLost(t *testing.T) {
+	release := make(chan struct{})
+	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request, _ int64, _ received) {
+		<-release
+		w.WriteHeader(http.StatusCreated)
+	})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	db := openStore(t)
+	first := newJob(tg.URL())
+	enqueue(t, db, first)
+	ls := &lostLease{DB: db}
+	cfg := testConfig(t)
+	cfg.UntilIdle = false
+	cfg.LeaseTTL = 60 * time.Millisecond
+	cfg.ShutdownGrace = 5 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- runner.New(ls, cfg).Run(ctx) }()
+	// The first job is in flight when the first heartbeat is refused.
+	deadline := time.Now().Add(runTimeout)
+	for tg.N() == 0 || !ls.lost.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the attempt never reached the target, or no heartbeat came")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	enqueue(t, db, newJob(tg.URL()))
+	close(release)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, store.ErrLeaseLost) {
+			t.Fatalf("Run after a lost lease = %v; want an error matching store.ErrLeaseLost", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Run went on after its lease was lost")
+	}
+	if n := ls.claimsAfter.Load(); n != 0 {
+		t.Errorf("%d claims asked for after the lease was lost; want none", n)
+	}
+	if got, _ := db.Get(first.ID); got.State != store.StateSucceeded {
+		t.Errorf("the attempt in flight when the lease was lost ended %s; want its outcome recorded (succeeded)", got.State)
+	}
+	if tg.N() != 1 {
+		t.Errorf("target saw %d requests; want 1 (nothing sent after the loss)", tg.N())
+	}
+}
