@@ -218,6 +218,7 @@ func TestCLIInvalidInputRefused(t *testing.T) {
 		{"run backoff cap below its base", []string{"run", "--backoff-base", "1s", "--backoff-cap", "1ms"}, "invalid backoff-cap"},
 		{"run backoff base above the default cap", []string{"run", "--backoff-base", "1m"}, "at least --backoff-base (1m0s)"},
 		{"run status-budget negative", []string{"run", "--status-budget", "-5"}, "invalid status-budget"},
+		{"run lease-ttl 0", []string{"run", "--lease-ttl", "0s"}, "invalid lease-ttl 0s: accepted: a positive duration up to 24h"},
 		{"run token file without admin", []string{"run", "--admin-token-file", "tok"}, "--admin-token-file"},
 		{"watch extra argument", []string{"watch", "--count", "1", "extra"}, "unexpected argument"},
 		{"unknown flag", []string{"stats", "--nope"}, "nope"},

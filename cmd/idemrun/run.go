@@ -44,6 +44,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	grace := fs.Duration("shutdown-grace", runner.DefaultShutdownGrace, "time in-flight attempts get to finish on SIGINT/SIGTERM")
 	poll := fs.Duration("poll-interval", runner.DefaultPollInterval, "longest sleep when no work is due")
 	spread := fs.Duration("startup-spread", runner.DefaultStartupSpread, "spread due work over this long after start")
+	leaseTTL := fs.Duration("lease-ttl", runner.DefaultLeaseTTL, "how long this runner's lease lasts without a heartbeat (it beats every third of it); its running jobs are rescued by the next runner once it expires")
 	retention := fs.Duration("retention", 7*24*time.Hour, "delete succeeded/failed/canceled jobs older than this (0 keeps all, and turns the sweep off: keys reserved by earlier sweeps stay reserved)")
 	keyRetention := fs.Duration("key-retention", 30*24*time.Hour, "keep deleted jobs' keys reserved this long after their last update (at least --retention)")
 	caFile := fs.String("ca-file", "", "PEM file of CA certificates trusted for https targets and status URLs, besides the system's")
@@ -64,7 +65,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		d    time.Duration
 	}{{"quiet-period", *quiet}, {"backoff-base", *backoffBase}, {"backoff-cap", *backoffCap},
 		{"status-timeout", *statusTimeout}, {"retry-after-cap", *retryAfterCap}, {"shutdown-grace", *grace}, {"poll-interval", *poll},
-		{"startup-spread", *spread}, {"status-backoff-base", *statusBackoffBase}} {
+		{"startup-spread", *spread}, {"status-backoff-base", *statusBackoffBase}, {"lease-ttl", *leaseTTL}} {
 		if f.d <= 0 || f.d > 24*time.Hour {
 			return &api.InvalidError{Field: f.name, Value: f.d.String(), Accepted: "a positive duration up to 24h"}
 		}
@@ -140,6 +141,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		Backoff:         runner.Backoff{Base: *backoffBase, Cap: *backoffCap},
 		StatusBackoff:   runner.Backoff{Base: *statusBackoffBase, Cap: max(*backoffCap, *statusBackoffBase)},
 		QuietPeriod:     *quiet,
+		LeaseTTL:        *leaseTTL,
 		StatusBudget:    *statusBudget,
 		RetryAfterCap:   *retryAfterCap,
 		ShutdownGrace:   *grace,
