@@ -45,7 +45,9 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 	}
 	var checkErr error // a CheckSend failure that is not a refusal of the target
 	if r.cfg.CheckSend != nil {
-		if err := r.cfg.CheckSend(ctx, j); err != nil && (!errors.Is(err, ErrNotAllowed) || ctx.Err() != nil) {
+		// The hook sees a copy: the claimed job is what the outcome is
+		// written over, and what is sent is the stored request (P2).
+		if err := r.cfg.CheckSend(ctx, j.Clone()); err != nil && (!errors.Is(err, ErrNotAllowed) || ctx.Err() != nil) {
 			// A resolver that failed, or the runner stopping: nothing was
 			// sent, so the attempt had no effect and is classified so.
 			checkErr = fmt.Errorf("not sent: %w", err)
@@ -469,7 +471,7 @@ func (r *Runner) checkQuery(ctx context.Context, j *store.Job) error {
 	if r.cfg.CheckQuery == nil {
 		return nil
 	}
-	return r.cfg.CheckQuery(ctx, j)
+	return r.cfg.CheckQuery(ctx, j.Clone()) // a copy, as CheckSend gets
 }
 
 func (r *Runner) statusBudgetOver(j *store.Job, now time.Time) string {

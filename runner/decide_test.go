@@ -705,3 +705,23 @@ func TestCheckSendRefusedIsPermanent(t *testing.T) {
 	}
 	wantContains(t, "reason", got.Reason, "refused before sending", errBoom.Error())
 }
+
+// CheckSend sees a copy of the claimed job: a hook that edits it (say, to
+// "normalise" the URL) changes neither what is sent nor what is stored
+// (P2: one key, one request, for life).
+func TestCheckSendCannotChangeTheRequest(t *testing.T) {
+	tg := statusTarget(t, http.StatusCreated)
+	db := openStore(t)
+	j := newJob(tg.URL())
+	enqueue(t, db, j)
+	cfg := testConfig(t)
+	cfg.CheckSend = func(_ context.Context, j *store.Job) error {
+		j.Request.URL = tg.URL() + "/elsewhere" // a hook "normalising" the URL
+		return nil
+	}
+	runIdle(t, db, cfg)
+	got := getJob(t, db, j.ID)
+	if got.Request.URL != j.Request.URL {
+		t.Errorf("stored request URL after the run = %q; enqueued %q (P2: one key, one request, for life)", got.Request.URL, j.Request.URL)
+	}
+}

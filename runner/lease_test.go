@@ -163,3 +163,141 @@ func TestRunStopsWhenItsLeaseIsLost(t *testing.T) {
 		t.Errorf("target saw %d requests; want 1 (nothing sent after the loss)", tg.N())
 	}
 }
+
+// countingStore counts ClaimDue calls refused with ErrLeaseLost.
+type countingStore struct {
+	*bolt.DB
+	refused atomic.Int64
+}
+
+func (s *countingStore) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Claim, error) {
+	cs, err := s.DB.ClaimDue(ctx, req)
+	if errors.Is(err, store.ErrLeaseLost) {
+		s.refused.Add(1)
+	}
+	return cs, err
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// A machine suspended past the runner's lease (the clock jumps an hour):
+// the store refuses the heartbeat and every claim with ErrLeaseLost, and
+// Run stops with an error matching it; the attempt in flight, which no
+// one rescued, is recorded.
+func TestRunStopsWhenItsLeaseExpires(t *testing.T) {
+	release := make(chan struct{})
+	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request, _ int64, _ received) {
+		<-release
+		w.WriteHeader(http.StatusCreated)
+	})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	db := openStore(t)
+	clock := newFakeClock(clockStart)
+	j := newJob(tg.URL(), at(clockStart))
+	enqueue(t, db, j)
+	cs := &countingStore{DB: db}
+	cfg := testConfig(t)
+	cfg.UntilIdle = false
+	cfg.Now = clock.Now
+	cfg.LeaseTTL = 90 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- runner.New(cs, cfg).Run(ctx) }()
+	waitFor(t, "the attempt to reach the target", func() bool { return tg.N() == 1 })
+
+	clock.Advance(time.Hour) // the machine was suspended for an hour
+	close(release)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, store.ErrLeaseLost) {
+			t.Fatalf("Run = %v; want an error matching ErrLeaseLost", err)
+		}
+	case <-time.After(3 * time.Second):
+		cancel()
+		err := <-errc
+		t.Errorf("Run went on for 3 s after its lease was lost (%d claims refused with ErrLeaseLost meanwhile); after cancel it returned %v", cs.refused.Load(), err)
+	}
+	if got := getJob(t, db, j.ID); got.State != store.StateSucceeded {
+		t.Errorf("in-flight job ended %s; want succeeded (nobody rescued it, its outcome is recorded)", got.State)
+	}
+}
+
+// rescueAfterBeat pauses the clock between a heartbeat and the rescue the
+// runner runs after it (a GC pause, a descheduled goroutine).
+type rescueAfterBeat struct {
+	*bolt.DB
+	clock *fakeClock
+	pause time.Duration
+	once  atomic.Bool
+	armed atomic.Bool
+}
+
+func (s *rescueAfterBeat) Heartbeat(ctx context.Context, id string, now time.Time, ttl time.Duration) error {
+	err := s.DB.Heartbeat(ctx, id, now, ttl)
+	if err == nil && s.armed.Load() && s.once.CompareAndSwap(false, true) {
+		s.clock.Advance(s.pause)
+	}
+	return err
+}
+
+// The rescue after a heartbeat judges leases at that beat's clock
+// reading: a pause longer than the lease between the two (a GC pause, a
+// descheduled goroutine) must not make the runner rescue its own job in
+// flight and then lose the outcome the target gave to the fence.
+func TestHeartbeatRescueSparesOwnJobs(t *testing.T) {
+	release := make(chan struct{})
+	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request, _ int64, _ received) {
+		<-release
+		w.WriteHeader(http.StatusCreated)
+	})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	db := openStore(t)
+	clock := newFakeClock(clockStart)
+	j := newJob(tg.URL(), at(clockStart))
+	enqueue(t, db, j)
+	s := &rescueAfterBeat{DB: db, clock: clock, pause: time.Second}
+	cfg := testConfig(t)
+	cfg.UntilIdle = false
+	cfg.Now = clock.Now
+	cfg.LeaseTTL = 300 * time.Millisecond // on the fake clock too
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- runner.New(s, cfg).Run(ctx) }()
+	waitFor(t, "the attempt to reach the target", func() bool { return tg.N() == 1 })
+	s.armed.Store(true)
+	waitFor(t, "the beat with its pause", func() bool { return s.once.Load() })
+	time.Sleep(50 * time.Millisecond) // the rescue after that beat
+	mid := getJob(t, db, j.ID)
+	close(release)
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	<-errc
+	got := getJob(t, db, j.ID)
+	if mid.State != store.StateRunning || got.State != store.StateSucceeded {
+		t.Errorf("job while its attempt was in flight: %s (fence %d); after the target answered 201: %s, %q; want running, then succeeded",
+			mid.State, mid.Fence, got.State, got.LastError)
+	}
+}

@@ -367,7 +367,11 @@ func (r *Runner) backoff(b Backoff, n int) time.Duration {
 // every third of LeaseTTL; it is exported for tools that only want the
 // recovery.
 func (r *Runner) Recover(ctx context.Context) (int, error) {
-	now := r.cfg.Now()
+	return r.recoverAt(ctx, r.cfg.Now())
+}
+
+// recoverAt is Recover judging leases at now.
+func (r *Runner) recoverAt(ctx context.Context, now time.Time) (int, error) {
 	n, err := r.store.Rescue(ctx, now, func(j *store.Job) {
 		j.NextRunAt = now.Add(r.cfg.QuietPeriod + r.jitter(r.cfg.StartupSpread))
 		j.LastClass = string(ClassUnknown)
@@ -411,7 +415,8 @@ func (r *Runner) register(ctx context.Context) (stop func(), err error) {
 				return
 			case <-t.C:
 			}
-			err := r.store.Heartbeat(context.Background(), r.cfg.ID, r.cfg.Now(), r.cfg.LeaseTTL)
+			now := r.cfg.Now()
+			err := r.store.Heartbeat(context.Background(), r.cfg.ID, now, r.cfg.LeaseTTL)
 			if r.noteFailed(err) {
 				r.cfg.Logger.Error("runner lease lost; claiming stops", "runner", r.cfg.ID, "err", err)
 				r.Notify()
@@ -421,7 +426,9 @@ func (r *Runner) register(ctx context.Context) (stop func(), err error) {
 				r.cfg.Logger.Error("lease heartbeat failed; will try again", "runner", r.cfg.ID, "err", err)
 				continue
 			}
-			if _, err := r.Recover(context.Background()); err != nil {
+			// The rescue judges leases at the reading this beat renewed the
+			// runner's own lease at, so it never takes the runner's own jobs.
+			if _, err := r.recoverAt(context.Background(), now); err != nil {
 				r.cfg.Logger.Error("recovery of expired runners' jobs failed; will try again", "err", err)
 			}
 		}

@@ -28,6 +28,11 @@ func (db *DB) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Cla
 	var out []store.Claim
 	err = db.write(func(tx *bbolt.Tx) error {
 		out = out[:0]
+		if req.Owner != "" && !db.alive(req.Owner, req.Now) {
+			// Checked again inside the write: a Rescue may have dropped
+			// the lease since prepareClaims looked.
+			return nothingWritten(fmt.Errorf("%w: runner %s claims without a live lease", store.ErrLeaseLost, req.Owner))
+		}
 		b := db.writeBuckets(tx)
 		for i := range cands {
 			c, err := cands[i].claimIn(b)
@@ -51,6 +56,7 @@ func (db *DB) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Cla
 // exactly the one read.
 type candidate struct {
 	id, old, rec []byte
+	sid          string // id as the index names it: the claiming mark
 	job          *store.Job
 }
 
@@ -80,7 +86,7 @@ func (db *DB) mark(id string) bool {
 // unmark ends the marks of cands.
 func (db *DB) unmark(cands []candidate) {
 	for i := range cands {
-		db.claiming.Delete(cands[i].job.ID)
+		db.claiming.Delete(cands[i].sid)
 	}
 }
 
@@ -117,6 +123,12 @@ func (db *DB) prepareClaims(ctx context.Context, req store.ClaimRequest) ([]cand
 		return nil, fmt.Errorf("%w: runner %s claims without a live lease", store.ErrLeaseLost, req.Owner)
 	}
 	var cands []candidate
+	cur := "" // marked and not yet a candidate
+	defer func() {
+		if cur != "" {
+			db.claiming.Delete(cur) // a panic in Prepare or in bbolt
+		}
+	}()
 	err := db.view(func(tx *bbolt.Tx) error {
 		b := bucketsOf(tx)
 		prefix := stateByte[s]
@@ -131,6 +143,7 @@ func (db *DB) prepareClaims(ctx context.Context, req store.ClaimRequest) ([]cand
 			if !db.mark(sid) {
 				continue
 			}
+			cur = sid
 			v := b.jobs.Get(id)
 			var j *store.Job
 			if v != nil {
@@ -138,14 +151,17 @@ func (db *DB) prepareClaims(ctx context.Context, req store.ClaimRequest) ([]cand
 			}
 			if j == nil {
 				db.claiming.Delete(sid)
+				cur = ""
 				continue // a damaged index entry or record must not stop the other jobs; Check reports it
 			}
 			rec, err := claimed(j, s, req.Now, req.Owner, req.Prepare)
 			if err != nil {
 				db.claiming.Delete(sid)
+				cur = ""
 				return err
 			}
-			cands = append(cands, candidate{id: id, old: append([]byte(nil), v...), rec: rec, job: j})
+			cands = append(cands, candidate{id: id, old: append([]byte(nil), v...), rec: rec, sid: sid, job: j})
+			cur = ""
 		}
 		return nil
 	})
