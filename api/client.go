@@ -465,6 +465,9 @@ func (c *Client) Resolve(ctx context.Context, idOrKey string, as State, actor, n
 
 // steerRemote sends a cancel, retry or resolve through the runner.
 func (c *Client) steerRemote(ctx context.Context, op, idOrKey string, in adminwire.Steer) (*Job, error) {
+	// The actor is this process's, as on the file: the runner would
+	// otherwise fill in its own user.
+	in.Actor = actorOr(in.Actor)
 	if err := c.writable(); err != nil {
 		return nil, err
 	}

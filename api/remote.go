@@ -75,8 +75,13 @@ func dialSocket(dbPath string) (*remote, error) {
 // dialTCP connects to an admin API served on TCP at addr (host:port) with
 // a bearer token.
 func dialTCP(addr, token string) (*remote, error) {
-	r := &remote{base: "http://" + addr, token: token, where: addr, client: &http.Client{Timeout: 5 * time.Minute, CheckRedirect: noRedirects}}
+	// Its own transport, with no proxy: the bearer token goes to addr and
+	// nowhere else (http.DefaultTransport would follow $HTTP_PROXY), and
+	// closing the client closes only its own connections.
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}
+	r := &remote{base: "http://" + addr, token: token, where: addr, client: &http.Client{Transport: tr, Timeout: 5 * time.Minute, CheckRedirect: noRedirects}}
 	if err := r.ping(); err != nil {
+		tr.CloseIdleConnections()
 		return nil, fmt.Errorf("admin api %s: %w", addr, err)
 	}
 	return r, nil

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,4 +267,33 @@ func socketPair(t *testing.T) (*api.Client, *api.Client) {
 	}
 	t.Cleanup(func() { rem.Close() })
 	return c, rem
+}
+
+// DialTCP sends its bearer token to the address given and nowhere else:
+// not through $HTTP_PROXY, which http.DefaultTransport would follow.
+func TestDialTCPIgnoresTheProxyEnvironment(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var proxied atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			proxied.Add(1)
+			c.Close()
+		}
+	}()
+	t.Setenv("HTTP_PROXY", "http://"+ln.Addr().String())
+	t.Setenv("http_proxy", "http://"+ln.Addr().String())
+	if _, err := api.DialTCP("admin.idemrun.invalid:8080", "s3cr3t-token", nil); err == nil {
+		t.Fatal("DialTCP to a name that does not resolve succeeded")
+	}
+	if n := proxied.Load(); n != 0 {
+		t.Errorf("the proxy saw %d connections carrying the admin token; want none", n)
+	}
 }
