@@ -173,7 +173,7 @@ func (a *server) enqueue(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	in, err := api.DecodeEnqueue(b)
+	in, err := api.DecodeEnqueueDefaults(b)
 	if err != nil {
 		fail(w, err)
 		return
@@ -213,7 +213,7 @@ func (a *server) enqueueMany(w http.ResponseWriter, r *http.Request) {
 	var at []int
 	now := time.Now()
 	for i, raw := range in.Jobs {
-		spec, err := api.DecodeEnqueue(raw)
+		spec, err := api.DecodeEnqueueDefaults(raw)
 		if err != nil {
 			out[i].Error = coded(err)
 			continue

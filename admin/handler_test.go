@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -135,7 +136,6 @@ func TestAdminHostileInputs(t *testing.T) {
 		{"headers as an object of numbers", "POST", "/v1/jobs", text(job(`,"headers":{"a":1}`)), bad, inv, nil},
 		{"header with an unknown field", "POST", "/v1/jobs", text(job(`,"headers":[{"name":"a","value":"b","x":1}]`)), bad, inv, nil},
 		{"data and body both", "POST", "/v1/jobs", text(job(`,"data":"a","body":"YQ=="`)), bad, inv, nil},
-		{"an empty key", "POST", "/v1/jobs", text(job(`,"key":""`)), bad, inv, nil},
 		{"deadline as a number", "POST", "/v1/jobs", text(job(`,"deadline":5`)), bad, inv, nil},
 		{"trailing second object", "POST", "/v1/jobs", text(job(`,"key":"t1"`) + job("")), bad, inv, nil},
 		{"trailing closing brace", "POST", "/v1/jobs", text(job(`,"key":"t2"`) + "}"), bad, inv, nil},
@@ -390,5 +390,39 @@ func TestAdminEnqueueTakesTheOneSchema(t *testing.T) {
 	}
 	if fmt.Sprint(j.Headers) != "[{Content-Type application/json} {X-A 1}]" || j.BodySize != 2 || time.Until(j.NextRunAt) < 9*time.Minute {
 		t.Errorf("stored job: headers %v, body %d bytes, next run %s; want both headers, the 2-byte body, in 10 minutes", j.Headers, j.BodySize, j.NextRunAt)
+	}
+}
+
+// The admin API's earlier body stays accepted as it was: a field given as
+// null, or with an empty or zero value, means its default (clients that
+// serialise every field send them). Only --from lines refuse those.
+func TestAdminEnqueueTakesNullAndZeroAsDefaults(t *testing.T) {
+	t.Parallel()
+	c := apitest.OpenClient(t, api.Options{})
+	srv := httptest.NewServer(admin.Handler(c, admin.Options{}))
+	t.Cleanup(srv.Close)
+	body := `{"url":"` + apitest.HostileURL + `","method":"","key":"","key_format":"","status_url":"","key_ttl":"0s","max_attempts":0,` +
+		`"deadline":null,"attempt_timeout":null,"run_at":null,"data":"x"}`
+	resp, err := srv.Client().Post(srv.URL+"/v1/jobs", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST %s: got %d %s, want 201", body, resp.StatusCode, apitest.Clip(b))
+	}
+	var out struct {
+		Job api.Job `json:"job"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	j := out.Job
+	if left := time.Until(j.Deadline); j.Method != "POST" || j.Key == "" || j.MaxAttempts != api.DefaultMaxAttempts || left < api.DefaultDeadline-time.Minute || left > api.DefaultDeadline {
+		t.Errorf("stored job: method %q, key %q, max attempts %d, deadline in %s; want the defaults", j.Method, j.Key, j.MaxAttempts, left)
+	}
+	if _, err := api.DecodeEnqueue([]byte(body)); !errors.Is(err, api.ErrInvalid) {
+		t.Errorf("DecodeEnqueue (the --from rule) of the same body: %v; want a refusal", err)
 	}
 }

@@ -127,8 +127,17 @@ var mayHoldSecrets = map[string]bool{"url": true, "headers": true, "header_lines
 // refusal names the field (and its value, unless it may hold secrets).
 // Nothing JSON decoding would change on the way is accepted (bytes that
 // are not UTF-8, lone surrogate escapes, a field given twice): a request
-// is stored as its author wrote it.
-func DecodeEnqueue(b []byte) (EnqueueSpec, error) {
+// is stored as its author wrote it. A field given with an empty or zero
+// value is refused, as the flag it stands for would be (`enqueue --from`).
+func DecodeEnqueue(b []byte) (EnqueueSpec, error) { return decodeSpec(b, true) }
+
+// DecodeEnqueueDefaults is DecodeEnqueue for the admin API: a field given
+// as null, or with an empty or zero value, means its default, as it did
+// in the admin API's earlier body (clients that serialise every field
+// send them).
+func DecodeEnqueueDefaults(b []byte) (EnqueueSpec, error) { return decodeSpec(b, false) }
+
+func decodeSpec(b []byte, strict bool) (EnqueueSpec, error) {
 	var s EnqueueSpec
 	whole := func(value, accepted string) error {
 		return &InvalidError{Field: SpecWhole, Value: value, Accepted: accepted}
@@ -169,6 +178,9 @@ func DecodeEnqueue(b []byte) (EnqueueSpec, error) {
 		if !ok {
 			return s, whole(fmt.Sprintf("field %q", n), "the fields "+strings.Join(EnqueueFields(), ", "))
 		}
+		if !strict && string(raw[n]) == "null" {
+			continue // the default
+		}
 		present[ln] = true
 		err := json.Unmarshal(raw[n], dst)
 		if err == nil && ln == "headers" {
@@ -183,6 +195,9 @@ func DecodeEnqueue(b []byte) (EnqueueSpec, error) {
 	}
 	if present["data"] && present["body"] {
 		return s, whole(`fields "data" and "body"`, "the body once: data (text) or body (base64)")
+	}
+	if !strict {
+		return s, nil
 	}
 	return s, checkGiven(s, present)
 }
