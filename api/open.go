@@ -226,7 +226,10 @@ func (c *Client) openFile(path string) error {
 func (c *Client) through(r *remote) *Client {
 	c.rem, c.where, c.red = r, r.where, redact.All()
 	if len(c.opts.SensitiveHeaders)+len(c.opts.SensitiveParams) > 0 {
-		fmt.Fprintf(c.opts.Warn, "idemrun: warning: %s: the sensitive names given are not recorded through a runner's admin API; the runner shows only those its store records (open the store when no runner holds it to record them)\n", c.where)
+		// This client hides them in what it shows; the runner, which
+		// knows only the names its store records, does not.
+		r.extra = redact.New(c.opts.SensitiveHeaders, c.opts.SensitiveParams)
+		fmt.Fprintf(c.opts.Warn, "idemrun: warning: %s: the sensitive names given are not recorded through a runner's admin API: this client hides them, but the runner's own views and logs show only the names its store records (open the store when no runner holds it to record them)\n", c.where)
 	}
 	return c
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/idemrun/idemrun/idemkey"
 	"github.com/idemrun/idemrun/internal/adminwire"
+	"github.com/idemrun/idemrun/internal/redact"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -33,6 +34,10 @@ type remote struct {
 	token  string
 	where  string // the socket or address, for messages
 	client *http.Client
+	// extra, when set, redacts the views the runner answers with this
+	// client's own sensitive names too: the runner knows only those its
+	// store records.
+	extra *redact.Redactor
 }
 
 // errSocketRefused marks an admin socket that is not this user's: Open
@@ -237,6 +242,7 @@ func (r *remote) enqueue(ctx context.Context, req Request, o EnqueueOptions) (En
 		}
 		return EnqueueResult{}, err
 	}
+	r.scrub(out.Job)
 	return EnqueueResult{Job: out.Job, Existing: out.Existing}, nil
 }
 
@@ -311,6 +317,7 @@ func (r *remote) enqueueMany(ctx context.Context, items []ManyItem, check func(*
 	}
 	for k, x := range out.Results {
 		i := at[k]
+		r.scrub(x.Job)
 		res[i] = ManyResult{Job: x.Job, Existing: x.Existing}
 		if x.Error != nil {
 			res[i].Err = &RemoteError{Code: x.Error.Code, Message: x.Error.Message}
@@ -327,6 +334,7 @@ func (r *remote) get(ctx context.Context, idOrKey string) (*Job, error) {
 	if err := r.do(ctx, http.MethodGet, adminwire.PathJobs+"/"+pathSegment(idOrKey), nil, &j); err != nil {
 		return nil, err
 	}
+	r.scrub(&j)
 	return &j, nil
 }
 
@@ -349,7 +357,46 @@ func (r *remote) list(ctx context.Context, f ListFilter) (ListPage, error) {
 	}
 	var p ListPage
 	err := r.do(ctx, http.MethodGet, adminwire.PathJobs+"?"+q.Encode(), nil, &p)
+	for _, j := range p.Jobs {
+		r.scrub(j)
+	}
 	return p, err
+}
+
+// scrub applies the client's own sensitive names (r.extra) to a view the
+// runner answered: header values and URL parameters by name, and the
+// secrets they hold wherever the view's text quotes them, as a view made
+// from the store is scrubbed.
+func (r *remote) scrub(v *Job) {
+	if r.extra == nil || v == nil {
+		return
+	}
+	h := make(http.Header, len(v.Headers))
+	for _, wh := range v.Headers {
+		h.Add(wh.Name, wh.Value)
+	}
+	secrets := r.extra.Secrets(h, v.URL, v.StatusURL)
+	text := func(s string) string {
+		if s == "" {
+			return s
+		}
+		return r.extra.String(s, secrets...)
+	}
+	for i := range v.Headers {
+		v.Headers[i].Value = r.extra.HeaderValue(v.Headers[i].Name, v.Headers[i].Value)
+	}
+	v.URL, v.StatusURL = r.extra.URL(v.URL), r.extra.URL(v.StatusURL)
+	v.LastError, v.Reason = text(v.LastError), text(v.Reason)
+	if v.Result != nil {
+		v.Result.Body = text(v.Result.Body)
+		if v.Result.BodyBase64 != nil {
+			v.Result.BodyBase64 = []byte(text(string(v.Result.BodyBase64)))
+		}
+	}
+	for i := range v.History {
+		e := &v.History[i]
+		e.Error, e.Detail, e.Note = text(e.Error), text(e.Detail), text(e.Note)
+	}
 }
 
 func (r *remote) stats(ctx context.Context) (Stats, error) {
@@ -367,6 +414,7 @@ func (r *remote) steer(ctx context.Context, op, id string, in adminwire.Steer) (
 	if err := r.do(ctx, http.MethodPost, adminwire.PathJobs+"/"+pathSegment(id)+"/"+op, in, &j); err != nil {
 		return nil, err
 	}
+	r.scrub(&j)
 	return &j, nil
 }
 

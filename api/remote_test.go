@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -239,6 +240,12 @@ func TestRemoteEnqueueRefusesNonUTF8(t *testing.T) {
 // dialed through the socket. Both are closed when the test ends.
 func socketPair(t *testing.T) (*api.Client, *api.Client) {
 	t.Helper()
+	return socketPairWith(t, api.Options{Warn: io.Discard})
+}
+
+// socketPairWith is socketPair with the socket client opened with o.
+func socketPairWith(t *testing.T, o api.Options) (*api.Client, *api.Client) {
+	t.Helper()
 	// A short directory: the socket path must fit a unix socket address.
 	dir, err := os.MkdirTemp("", "rv")
 	if err != nil {
@@ -261,7 +268,7 @@ func socketPair(t *testing.T) (*api.Client, *api.Client) {
 	srv := &http.Server{Handler: admin.Handler(c, admin.Options{})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { srv.Close() })
-	rem, err := api.DialSocket(db, &api.Options{Warn: io.Discard})
+	rem, err := api.DialSocket(db, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,5 +302,38 @@ func TestDialTCPIgnoresTheProxyEnvironment(t *testing.T) {
 	}
 	if n := proxied.Load(); n != 0 {
 		t.Errorf("the proxy saw %d connections carrying the admin token; want none", n)
+	}
+}
+
+// Sensitive names given to a client that works through a runner are not
+// recorded by the runner, but this client hides them in every view it
+// returns: header values, URL parameters, and the text that quotes them.
+func TestSocketClientRedactsItsOwnSensitiveNames(t *testing.T) {
+	ctx := context.Background()
+	c, rem := socketPairWith(t, api.Options{Warn: io.Discard, SensitiveHeaders: []string{"X-Foo-Blob"}, SensitiveParams: []string{"customsig"}})
+	res, err := c.Enqueue(ctx, api.Request{URL: "http://127.0.0.1:9/pay?customsig=PARAMSECRET", Header: []api.Header{{Name: "X-Foo-Blob", Value: "HEADERSECRET"}}},
+		api.EnqueueOptions{Key: "names-through-runner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Cancel(ctx, res.Job.ID, "t", "note quoting HEADERSECRET"); err != nil {
+		t.Fatal(err)
+	}
+	j, err := rem.Get(ctx, "names-through-runner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := rem.List(ctx, api.ListFilter{})
+	if err != nil || len(page.Jobs) != 1 {
+		t.Fatalf("List = %d jobs, %v", len(page.Jobs), err)
+	}
+	for what, v := range map[string]*api.Job{"Get": j, "List": page.Jobs[0]} {
+		b, _ := json.Marshal(v)
+		if strings.Contains(string(b), "HEADERSECRET") || strings.Contains(string(b), "PARAMSECRET") {
+			t.Errorf("%s through the runner shows a value of a name this client marked sensitive:\n%s", what, b)
+		}
+	}
+	if len(j.Headers) != 1 || j.Headers[0].Value == "HEADERSECRET" || !strings.Contains(j.URL, "customsig=") {
+		t.Errorf("view: headers %v, url %s; want the header kept with its value hidden, the parameter named", j.Headers, j.URL)
 	}
 }
