@@ -103,10 +103,10 @@ func (c *Client) BuildJob(req Request, o EnqueueOptions) (*store.Job, error) {
 	}
 	now := c.opts.Now().UTC()
 	runAt := now
+	if err := checkRunAt(now, o.RunAt, o.Deadline); err != nil {
+		return nil, err // validate checked it against an earlier reading
+	}
 	if !o.RunAt.IsZero() && o.RunAt.After(now) {
-		if o.RunAt.After(now.Add(o.Deadline)) {
-			return nil, invalid("run-at", o.RunAt.UTC().Format(time.RFC3339), "a time before the job's deadline (enqueue time + deadline, at most 30 days ahead)")
-		}
 		runAt = o.RunAt.UTC()
 	}
 	j := &store.Job{

@@ -293,6 +293,9 @@ func (c *Client) validate(req *Request, o *EnqueueOptions) error {
 	if err := validateDuration("deadline", o.Deadline, false, MaxDeadline); err != nil {
 		return err
 	}
+	if err := checkRunAt(c.now(), o.RunAt, o.Deadline); err != nil {
+		return err
+	}
 	if o.AttemptTimeout == 0 {
 		o.AttemptTimeout = c.opts.DefaultAttemptTimeout
 	}
@@ -373,6 +376,24 @@ func validator(red *redact.Redactor, a *hostAllow) *Client {
 		red = redact.Default()
 	}
 	return &Client{opts: Options{DefaultMaxAttempts: DefaultMaxAttempts, DefaultDeadline: DefaultDeadline, DefaultAttemptTimeout: DefaultAttemptTO}, allow: a, red: red}
+}
+
+// now is the client's clock, or the wall clock for a bare validator.
+func (c *Client) now() time.Time {
+	if c.opts.Now != nil {
+		return c.opts.Now()
+	}
+	return time.Now()
+}
+
+// checkRunAt refuses a first attempt at or after the job's deadline
+// (enqueue time + deadline), so a batch is refused before anything of it
+// is written, as a single enqueue is.
+func checkRunAt(now, runAt time.Time, deadline time.Duration) error {
+	if !runAt.IsZero() && runAt.After(now) && runAt.After(now.Add(deadline)) {
+		return invalid("run-at", runAt.UTC().Format(time.RFC3339), "a time before the job's deadline (enqueue time + deadline, at most 30 days ahead)")
+	}
+	return nil
 }
 
 // validHostValue accepts host, host:port, [v6] and [v6]:port, the forms

@@ -468,3 +468,20 @@ func TestFromSummaryCountsExistingJobs(t *testing.T) {
 		t.Errorf("repeated --from: %s", r)
 	}
 }
+
+// A --from line whose run_at is past its deadline is refused with the
+// others before anything is written: exit 2, no job stored, as the
+// single-job --run-at is.
+func TestFromRunAtPastDeadlineRefusesTheBatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	lines := `{"url":"http://127.0.0.1:9/p","key":"good-line"}` + "\n" +
+		`{"url":"http://127.0.0.1:9/p","key":"late-line","run_at":"40m"}` + "\n"
+	r := e.runStdin([]byte(lines), "enqueue", "--db", e.db, "--from", "-")
+	if r.code != 2 || !strings.Contains(r.stderr, "run-at") || !strings.Contains(r.stderr, "line 2") {
+		t.Errorf("enqueue --from with a run_at past the deadline:\n%s\nwant exit 2 naming line 2 and run-at", r)
+	}
+	if r := e.run("show", "--db", e.db, "good-line"); r.code == 0 {
+		t.Errorf("the good line was stored although the batch was refused:\n%s", r)
+	}
+}
