@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +15,9 @@ import (
 // It reads the job again after each write of a runner embedded through
 // NewRunner and of this client's own steering, and otherwise (through a
 // runner's admin API, or a store other processes write) polls it with a
-// backoff up to a second. It returns ctx's error when ctx ends first.
+// backoff up to a second. Through a runner, requests that get no answer
+// (the runner restarting) are asked again; the runner's own refusals end
+// the wait. It returns ctx's error when ctx ends first.
 func (c *Client) Wait(ctx context.Context, idOrKey string) (*Job, error) {
 	c.changes.waiters.Add(1)
 	defer c.changes.waiters.Add(-1)
@@ -24,10 +27,13 @@ func (c *Client) Wait(ctx context.Context, idOrKey string) (*Job, error) {
 		// sleep still wakes it.
 		changed := c.changes.watch()
 		j, err := c.Get(ctx, idOrKey)
-		if err != nil {
+		if err != nil && !(c.rem != nil && unanswered(ctx, err)) {
 			return nil, err
 		}
-		if settled(j.State) {
+		// Through a runner, a request that got no answer (the runner
+		// restarting, a dropped connection) is asked again after the
+		// delay: the job's fate does not depend on the connection.
+		if err == nil && settled(j.State) {
 			return j, nil
 		}
 		t := time.NewTimer(delay)
@@ -41,6 +47,13 @@ func (c *Client) Wait(ctx context.Context, idOrKey string) (*Job, error) {
 			delay = min(2*delay, time.Second)
 		}
 	}
+}
+
+// unanswered reports whether err is a request to a runner's admin API
+// that got no answer, rather than the runner's answer or ctx ending.
+func unanswered(ctx context.Context, err error) bool {
+	var re *RemoteError
+	return ctx.Err() == nil && !errors.As(err, &re) && !errors.Is(err, ErrInvalid) && !errors.Is(err, store.ErrNotFound)
 }
 
 // settled reports the states Wait returns at.

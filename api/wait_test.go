@@ -3,11 +3,15 @@ package api_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/idemrun/idemrun/admin"
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/internal/apitest"
 	"github.com/idemrun/idemrun/runner"
@@ -104,5 +108,52 @@ func TestWaitThroughSocket(t *testing.T) {
 	}
 	if _, err := rem.Wait(short, p.Job.ID); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Wait through the socket on a pending job: %v, want the context's deadline", err)
+	}
+}
+
+// Wait through a runner's admin API outlasts requests that get no answer
+// (the runner restarting, a dropped connection) and returns the job once
+// it settles.
+func TestWaitThroughARunnerOutlastsDroppedRequests(t *testing.T) {
+	c := apitest.OpenClient(t, api.Options{})
+	res, err := c.Enqueue(context.Background(), api.Request{URL: apitest.HostileURL}, api.EnqueueOptions{Key: "wait-drops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := admin.Handler(c, admin.Options{Token: "tok"})
+	var drop atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if drop.Load() {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close() // no answer at all
+			}
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	rem, err := api.DialTCP(strings.TrimPrefix(srv.URL, "http://"), "tok", &api.Options{Warn: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rem.Close() })
+	drop.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	var got *api.Job
+	go func() {
+		var err error
+		got, err = rem.Wait(ctx, "wait-drops")
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // a few unanswered requests
+	if _, err := c.Cancel(context.Background(), res.Job.ID, "t", ""); err != nil {
+		t.Fatal(err)
+	}
+	drop.Store(false)
+	if err := <-done; err != nil || got.State != store.StateCanceled {
+		t.Fatalf("Wait through dropped requests = %v, %v; want the job canceled", got, err)
 	}
 }
