@@ -118,9 +118,12 @@ type Work interface {
 	// ErrFenced when the job is no longer held by c (a later claim or a
 	// rescue raised its fence, or the claim's attempt or owner differ),
 	// and with a *TransitionError when the claimed job is not running or
-	// unknown. A claim is meant to be finished once; a second finish is
-	// refused unless the first kept both the state and NextRunAt. When next is not nil, the due job (pending or unknown) with
-	// the earliest NextRunAt is claimed in the same transaction and
+	// unknown. A claim is meant to be finished once: a second finish is
+	// refused unless the first kept both the state and the index time
+	// (NextRunAt for an unknown job, UpdatedAt for a running one), and
+	// then it replaces the first. When next is not nil, the due job
+	// (pending or unknown) with the earliest NextRunAt is claimed in the
+	// same transaction and
 	// returned; it is nil when nothing is due, when the finish was
 	// refused, or when next.Owner holds no live lease.
 	FinishClaim(ctx context.Context, c Claim, fn TransitionFunc, next *NextClaim) (*Job, *Claim, error)

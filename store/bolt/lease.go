@@ -179,6 +179,12 @@ func (db *DB) Rescue(ctx context.Context, now time.Time, fn func(j *store.Job)) 
 				j := rescued(old, now)
 				if fn != nil {
 					inCaller(func() { fn(j) })
+					if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence+1 || j.Owner != old.Owner || j.State != store.StateUnknown || !sameRequest(old, j) {
+						// The rescue's own fields and what the job sends are
+						// the store's to set: a lowered fence would let the
+						// old claim's outcome through.
+						return fmt.Errorf("store: job %s: a rescue's fn may set the schedule and history, not the id, key, fence, owner, state or request", old.ID)
+					}
 				}
 				if err := b.replace(old, j); err != nil {
 					return err

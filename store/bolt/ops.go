@@ -395,10 +395,11 @@ func (db *DB) transition(id string, fn store.TransitionFunc) (*store.Job, error)
 		if ferr != nil {
 			return ferr
 		}
-		if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence {
-			// Only a claim moves the fence; a change that rewound it would
-			// let a stale claim's write pass its fence check again.
-			return fmt.Errorf("store: job %s: id, key and fence never change in a transition", old.ID)
+		if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence || j.Owner != old.Owner {
+			// Only a claim moves the fence and names the owner; a change
+			// that rewound either would let a stale claim's write pass its
+			// fence check again.
+			return fmt.Errorf("store: job %s: id, key, fence and owner never change in a transition", old.ID)
 		}
 		if !sameRequest(old, j) {
 			return fmt.Errorf("store: job %s: %w", old.ID, errRequestChanged)
