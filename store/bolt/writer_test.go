@@ -29,7 +29,7 @@ func TestTransitionCannotRewindFence(t *testing.T) {
 		j.State, j.UpdatedAt, j.NextRunAt = store.StatePending, now, now
 		j.Fence = 0
 		return nil
-	}); err == nil || !strings.Contains(err.Error(), "fence never change") {
+	}); err == nil || !strings.Contains(err.Error(), "fence and owner never change") {
 		t.Fatalf("Finish with a TransitionFunc that rewound the fence from %d to 0: %v; want a refusal", c1.Fence, err)
 	}
 	if got, _ := db.Get(j.ID); got.Fence != c1.Fence || got.State != store.StateRunning {
