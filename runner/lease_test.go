@@ -305,3 +305,68 @@ func TestHeartbeatRescueSparesOwnJobs(t *testing.T) {
 			mid.State, mid.Fence, got.State, got.LastError)
 	}
 }
+
+// unreachableAfterLoss refuses heartbeats (the lease is lost) and, from
+// then on, fails every outcome write with an error that does not stop a
+// runner by itself, as a store that cannot be reached does.
+type unreachableAfterLoss struct {
+	*bolt.DB
+	lost atomic.Bool
+}
+
+func (u *unreachableAfterLoss) Heartbeat(context.Context, string, time.Time, time.Duration) error {
+	u.lost.Store(true)
+	return store.ErrLeaseLost
+}
+
+func (u *unreachableAfterLoss) FinishClaim(ctx context.Context, c store.Claim, fn store.TransitionFunc, next *store.NextClaim) (*store.Job, *store.Claim, error) {
+	if u.lost.Load() {
+		return nil, nil, errors.New("store unreachable")
+	}
+	return u.DB.FinishClaim(ctx, c, fn, next)
+}
+
+// A runner that lost its lease does not retry an outcome write forever:
+// Run returns, without its context ending, and the job is left for the
+// rescue of whoever holds a lease.
+func TestRunStopsRetryingWritesAfterItsLeaseIsLost(t *testing.T) {
+	release := make(chan struct{})
+	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request, _ int64, _ received) {
+		<-release
+		w.WriteHeader(http.StatusCreated)
+	})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	db := openStore(t)
+	enqueue(t, db, newJob(tg.URL()))
+	u := &unreachableAfterLoss{DB: db}
+	cfg := testConfig(t)
+	cfg.UntilIdle = false
+	cfg.LeaseTTL = 60 * time.Millisecond
+	cfg.ShutdownGrace = 5 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- runner.New(u, cfg).Run(ctx) }()
+	deadline := time.Now().Add(runTimeout)
+	for tg.N() == 0 || !u.lost.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the attempt never reached the target, or no heartbeat came")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, store.ErrLeaseLost) {
+			t.Fatalf("Run = %v; want an error matching store.ErrLeaseLost", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Run kept retrying an outcome write after its lease was lost")
+	}
+}

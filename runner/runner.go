@@ -858,6 +858,13 @@ func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 			r.cfg.Logger.Error("writing outcome failed; the store takes no more writes, job left running for recovery", "job", c.Job.ID, "err", err)
 			return
 		}
+		if r.failed.Load() != nil {
+			// The runner is stopping on its own (a lost lease, a failed
+			// store): its Run waits for this worker, so it gives up now;
+			// the job is recovered as its lease dictates.
+			r.cfg.Logger.Error("writing outcome failed while the runner stops; job left for recovery", "job", c.Job.ID, "err", err)
+			return
+		}
 		r.cfg.Logger.Error("writing outcome failed; will try again", "job", c.Job.ID, "err", err, "in", wait)
 		select {
 		case <-r.stopping:
