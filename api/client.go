@@ -409,7 +409,7 @@ func (c *Client) Cancel(ctx context.Context, idOrKey, actor, note string) (*Job,
 	if err != nil {
 		return nil, err
 	}
-	c.changes.wake()
+	c.changes.wake(j.ID)
 	return c.view(j), nil
 }
 
@@ -459,7 +459,7 @@ func (c *Client) Resolve(ctx context.Context, idOrKey string, as State, actor, n
 	if err != nil {
 		return nil, err
 	}
-	c.changes.wake()
+	c.changes.wake(j.ID)
 	return c.view(j), nil
 }
 

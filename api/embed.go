@@ -50,7 +50,7 @@ func (c *Client) NewRunner(cfg runner.Config) (*runner.Runner, error) {
 		if onWrite != nil {
 			onWrite(j)
 		}
-		c.changes.wake()
+		c.changes.wake(j.ID)
 	}
 	r := runner.New(c.st, cfg)
 	c.SetNotify(r.Notify)

@@ -22,11 +22,15 @@ func (c *Client) Wait(ctx context.Context, idOrKey string) (*Job, error) {
 	c.changes.waiters.Add(1)
 	defer c.changes.waiters.Add(-1)
 	delay := 20 * time.Millisecond
+	id := "" // known after the first read; until then any write wakes it
 	for {
 		// Watched before the read, so a write between the read and the
 		// sleep still wakes it.
-		changed := c.changes.watch()
+		changed := c.changes.watch(id)
 		j, err := c.Get(ctx, idOrKey)
+		if err == nil {
+			id = j.ID
+		}
 		if err != nil && !(c.rem != nil && unanswered(ctx, err)) {
 			return nil, err
 		}
@@ -59,33 +63,41 @@ func unanswered(ctx context.Context, err error) bool {
 // settled reports the states Wait returns at.
 func settled(s State) bool { return s.Terminal() || s == store.StateNeedsAttention }
 
-// changes wakes the waiters of a client after a write. A write with no
-// waiter costs one atomic load.
+// changes wakes the waiters of a client after a write of their job. A
+// write with no waiter costs one atomic load.
 type changes struct {
 	waiters atomic.Int32
 	mu      sync.Mutex
-	ch      chan struct{} // closed by the next wake; nil until watched
+	byJob   map[string]chan struct{} // closed by the next wake of that job; "" is any job
 }
 
-// watch returns a channel closed by the next wake.
-func (w *changes) watch() <-chan struct{} {
+// watch returns a channel closed by the next write of job id (of any job
+// when id is "").
+func (w *changes) watch(id string) <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.ch == nil {
-		w.ch = make(chan struct{})
+	if w.byJob == nil {
+		w.byJob = map[string]chan struct{}{}
 	}
-	return w.ch
+	ch, ok := w.byJob[id]
+	if !ok {
+		ch = make(chan struct{})
+		w.byJob[id] = ch
+	}
+	return ch
 }
 
-// wake closes the channel of the current watchers.
-func (w *changes) wake() {
+// wake closes the channels of the watchers of job id and of any job.
+func (w *changes) wake(id string) {
 	if w.waiters.Load() == 0 {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.ch != nil {
-		close(w.ch)
-		w.ch = nil
+	for _, k := range []string{id, ""} {
+		if ch, ok := w.byJob[k]; ok {
+			close(ch)
+			delete(w.byJob, k)
+		}
 	}
 }
