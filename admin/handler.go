@@ -276,7 +276,11 @@ func (a *server) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *server) get(w http.ResponseWriter, r *http.Request) {
-	j, err := a.c.Get(r.Context(), r.PathValue("id"))
+	get := a.c.Get // by id, then by key
+	if r.URL.Query().Get("by") == "key" {
+		get = a.c.GetByKey // a key that is also another job's id
+	}
+	j, err := get(r.Context(), r.PathValue("id"))
 	if err != nil {
 		fail(w, err)
 		return

@@ -250,8 +250,8 @@ func (c *Client) lookup(idOrKey string) (*store.Job, error) {
 // GetByKey returns the job holding an idempotency key.
 func (c *Client) GetByKey(ctx context.Context, key string) (*Job, error) {
 	if c.rem != nil {
-		// The admin API looks a job up by id or key.
-		j, err := c.rem.get(ctx, key)
+		// An older runner ignores by=key and looks a job up by id first.
+		j, err := c.rem.getByKey(ctx, key)
 		if err == nil && j.Key != key {
 			return nil, fmt.Errorf("%w: no job holds the key %q", store.ErrNotFound, key)
 		}

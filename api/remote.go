@@ -327,11 +327,21 @@ func (r *remote) enqueueMany(ctx context.Context, items []ManyItem, check func(*
 }
 
 func (r *remote) get(ctx context.Context, idOrKey string) (*Job, error) {
+	return r.getAt(ctx, idOrKey, "")
+}
+
+// getByKey looks the job up by its key alone (a key may be another job's
+// id).
+func (r *remote) getByKey(ctx context.Context, key string) (*Job, error) {
+	return r.getAt(ctx, key, "?by=key")
+}
+
+func (r *remote) getAt(ctx context.Context, idOrKey, query string) (*Job, error) {
 	if idOrKey == "" {
 		return nil, errNoJob() // the path would name the collection, not a job
 	}
 	var j Job
-	if err := r.do(ctx, http.MethodGet, adminwire.PathJobs+"/"+pathSegment(idOrKey), nil, &j); err != nil {
+	if err := r.do(ctx, http.MethodGet, adminwire.PathJobs+"/"+pathSegment(idOrKey)+query, nil, &j); err != nil {
 		return nil, err
 	}
 	r.scrub(&j)

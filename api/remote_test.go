@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemrun/idemrun/admin"
 	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/internal/apitest"
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
 )
@@ -335,5 +336,27 @@ func TestSocketClientRedactsItsOwnSensitiveNames(t *testing.T) {
 	}
 	if len(j.Headers) != 1 || j.Headers[0].Value == "HEADERSECRET" || !strings.Contains(j.URL, "customsig=") {
 		t.Errorf("view: headers %v, url %s; want the header kept with its value hidden, the parameter named", j.Headers, j.URL)
+	}
+}
+
+// GetByKey through a runner finds the job holding the key even when the
+// key is another job's id (a follow-up keyed by the original), as it does
+// on the file.
+func TestSocketGetByKeyWhenTheKeyIsAnotherJobsID(t *testing.T) {
+	ctx := context.Background()
+	c, rem := socketPair(t)
+	a, err := c.Enqueue(ctx, api.Request{URL: apitest.HostileURL}, api.EnqueueOptions{Key: "original"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Enqueue(ctx, api.Request{URL: apitest.HostileURL + "/follow-up"}, api.EnqueueOptions{Key: a.Job.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cl := range map[string]*api.Client{"file": c, "socket": rem} {
+		j, err := cl.GetByKey(ctx, a.Job.ID)
+		if err != nil || j.ID != b.Job.ID {
+			t.Errorf("%s: GetByKey(%s) = %v, %v; want job %s, which holds that key", name, a.Job.ID, j, err, b.Job.ID)
+		}
 	}
 }
