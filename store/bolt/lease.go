@@ -176,10 +176,10 @@ func (db *DB) Rescue(ctx context.Context, now time.Time, fn func(j *store.Job)) 
 				if old.State != store.StateRunning || db.alive(old.Owner, now) {
 					continue
 				}
-				j := rescued(old, now)
+				j := store.Rescued(old, now)
 				if fn != nil {
 					inCaller(func() { fn(j) })
-					if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence+1 || j.Owner != old.Owner || j.State != store.StateUnknown || !sameRequest(old, j) {
+					if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence+1 || j.Owner != old.Owner || j.State != store.StateUnknown || !store.SameRequest(old, j) {
 						// The rescue's own fields and what the job sends are
 						// the store's to set: a lowered fence would let the
 						// old claim's outcome through.
@@ -207,21 +207,4 @@ func (db *DB) Rescue(ctx context.Context, now time.Time, fn func(j *store.Job)) 
 			return total, nil
 		}
 	}
-}
-
-// rescued returns the unknown form of a running job whose runner is gone:
-// a new fence, so the old claim's late outcome is refused, and a status
-// query due now.
-func rescued(old *store.Job, now time.Time) *store.Job {
-	j := old.Clone()
-	j.State = store.StateUnknown
-	j.Fence++
-	j.MayHaveEffect = true
-	j.UpdatedAt = now
-	if j.UnknownSince.IsZero() {
-		j.UnknownSince = now
-		j.StatusBase = j.StatusQueries
-	}
-	j.NextRunAt = now
-	return j
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -202,7 +201,7 @@ func enqueueIn(b buckets, j *store.Job, rec []byte) (store.EnqueueResult, error)
 		// The key format is part of what is sent (Idempotency-Key: k or
 		// "k") and never changes (sameRequest), so a request asking for
 		// another one is not the stored job.
-		if ex.Fingerprint != j.Fingerprint || keyFormatOf(ex) != keyFormatOf(j) {
+		if ex.Fingerprint != j.Fingerprint || store.KeyFormatOf(ex) != store.KeyFormatOf(j) {
 			return store.EnqueueResult{}, &store.KeyConflictError{Key: j.Key, JobID: ex.ID}
 		}
 		return store.EnqueueResult{Job: ex, Existing: true}, nil
@@ -215,16 +214,6 @@ func enqueueIn(b buckets, j *store.Job, rec []byte) (store.EnqueueResult, error)
 		return store.EnqueueResult{}, err
 	}
 	return store.EnqueueResult{Job: j}, nil
-}
-
-// keyFormatOf is j's key format with the default spelled one way ("" and
-// "token" are both the token format); every comparison of key formats
-// goes through it.
-func keyFormatOf(j *store.Job) string {
-	if j.KeyFormat == "token" {
-		return ""
-	}
-	return j.KeyFormat
 }
 
 // prepareNew checks a new job and encodes it, outside the writer.
@@ -355,14 +344,6 @@ func (db *DB) EnqueueManyFunc(ctx context.Context, n int, build func(i int) (*st
 // key, one request, for life).
 var errRequestChanged = errors.New("its request (method, URL, headers, body), fingerprint and key format never change after enqueue")
 
-// sameRequest reports whether a and b send the same bytes with the same
-// key: method, URL, headers in order, body, fingerprint and key format.
-func sameRequest(a, b *store.Job) bool {
-	return a.Request.Method == b.Request.Method && a.Request.URL == b.Request.URL &&
-		slices.Equal(a.Request.Header, b.Request.Header) && bytes.Equal(a.Request.Body, b.Request.Body) &&
-		a.Fingerprint == b.Fingerprint && keyFormatOf(a) == keyFormatOf(b)
-}
-
 // Finish writes the outcome of a claim: it loads the job, refuses with
 // ErrFenced unless its fence still equals fence, lets fn change it, checks
 // the state change against the transition table and writes it.
@@ -401,7 +382,7 @@ func (db *DB) transition(id string, fn store.TransitionFunc) (*store.Job, error)
 			// fence check again.
 			return fmt.Errorf("store: job %s: id, key, fence and owner never change in a transition", old.ID)
 		}
-		if !sameRequest(old, j) {
+		if !store.SameRequest(old, j) {
 			return fmt.Errorf("store: job %s: %w", old.ID, errRequestChanged)
 		}
 		if j.State != old.State && !store.Legal(old.State, j.State) {
@@ -428,8 +409,8 @@ func (db *DB) Cancel(ctx context.Context, id string, now time.Time, actor, note 
 		if j.MayHaveEffect {
 			return &store.TransitionError{JobID: j.ID, From: j.State, To: store.StateCanceled, Why: "an earlier attempt may have taken effect; it can no longer be canceled"}
 		}
-		manual(j, now, store.StateCanceled, actor, note)
-		j.Reason = "canceled by " + actorOr(actor)
+		store.Manual(j, now, store.StateCanceled, actor, note)
+		j.Reason = "canceled by " + store.ActorOr(actor)
 		return nil
 	})
 }
@@ -441,7 +422,7 @@ func (db *DB) Retry(ctx context.Context, id string, now time.Time, actor, note s
 		if j.State != store.StateFailed {
 			return &store.TransitionError{JobID: j.ID, From: j.State, To: store.StatePending, Why: "only failed jobs can be retried"}
 		}
-		manual(j, now, store.StatePending, actor, note)
+		store.Manual(j, now, store.StatePending, actor, note)
 		j.AttemptBase = j.Attempts
 		j.RetryBase = j.Attempts
 		j.Deadline = now.Add(j.DeadlineAfter)
@@ -462,24 +443,11 @@ func (db *DB) Resolve(ctx context.Context, id string, as store.State, now time.T
 		if j.State != store.StateNeedsAttention {
 			return &store.TransitionError{JobID: j.ID, From: j.State, To: as, Why: "only needs_attention jobs are resolved"}
 		}
-		manual(j, now, as, actor, note)
+		store.Manual(j, now, as, actor, note)
 		j.MayHaveEffect = false
-		j.Reason = fmt.Sprintf("resolved as %s by %s: %s", as, actorOr(actor), note)
+		j.Reason = fmt.Sprintf("resolved as %s by %s: %s", as, store.ActorOr(actor), note)
 		return nil
 	})
-}
-
-func actorOr(a string) string {
-	if a == "" {
-		return "unknown"
-	}
-	return a
-}
-
-func manual(j *store.Job, now time.Time, to store.State, actor, note string) {
-	j.AddEvent(store.Event{Kind: store.EventManual, Start: now, From: j.State, To: to, Actor: actorOr(actor), Note: note})
-	j.State = to
-	j.UpdatedAt = now
 }
 
 // tombLen is the length of a key entry that reserves the key of a deleted

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/idemrun/idemrun/store"
 )
 
 // salvageNames never panics, returns sorted non-blank names, and loses no
@@ -14,7 +16,7 @@ func FuzzSalvageNames(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, v []byte) {
-		got := salvageNames(v)
+		got := store.SalvageNames(v)
 		if !slices.IsSorted(got) {
 			t.Fatalf("not sorted")
 		}
@@ -26,7 +28,7 @@ func FuzzSalvageNames(f *testing.F) {
 		// A well-formed list's names are all salvaged.
 		var names []string
 		if json.Unmarshal(v, &names) == nil {
-			for _, n := range normalNames(names) {
+			for _, n := range store.NormalNames(names) {
 				if _, ok := slices.BinarySearch(got, n); !ok {
 					t.Fatalf("%q: well-formed name %q lost (got %q)", v, n, got)
 				}
@@ -43,7 +45,7 @@ func TestSalvageNamesAfterAShiftedQuote(t *testing.T) {
 	v := []byte(string(list))
 	i := strings.Index(string(v), `b"`) + 1
 	v[i] = 'q' // `["a bq,"session id","x"]`
-	got := salvageNames(v)
+	got := store.SalvageNames(v)
 	if _, ok := slices.BinarySearch(got, "session id"); !ok {
 		t.Errorf("%s: salvaged %q, lost whole literal \"session id\"", v, got)
 	}
@@ -53,7 +55,7 @@ func TestSalvageNamesAfterAShiftedQuote(t *testing.T) {
 // spaces and escapes included.
 func TestDecodeNamesAcceptsWhatIsWritten(t *testing.T) {
 	for _, names := range [][]string{{"a b"}, {"x\ty"}, {"<a&b>"}, {"\u00a0x"}, {"é"}, {"a\"b"}, {"\xff"}} {
-		v, _ := json.Marshal(normalNames(names))
+		v, _ := json.Marshal(store.NormalNames(names))
 		if _, err := decodeNames(v); err != nil {
 			t.Errorf("%s: %v", v, err)
 		}

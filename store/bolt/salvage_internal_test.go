@@ -3,6 +3,8 @@ package bolt
 import (
 	"slices"
 	"testing"
+
+	"github.com/idemrun/idemrun/store"
 )
 
 // salvageNames reads every name still readable from a damaged list, past
@@ -16,7 +18,7 @@ func TestSalvageNamesReadsPastTheDamage(t *testing.T) {
 		`{"x-a-pin","x-z-pin"]`:        {"x-a-pin", "x-z-pin"},
 		`["x-a-pin","x-z-pin"]`:        {"x-a-pin", "x-z-pin"},
 	} {
-		got := salvageNames([]byte(damaged))
+		got := store.SalvageNames([]byte(damaged))
 		for _, w := range want {
 			if _, ok := slices.BinarySearch(got, w); !ok {
 				t.Errorf("%q: salvaged %q, missing %q", damaged, got, w)

@@ -49,7 +49,7 @@ func (db *DB) SensitiveNames() (headers, params []string, err error) {
 // can still be read from it (salvageNames), and rebuilt reports that; a
 // damaged list that no names are given for stays as it is.
 func (db *DB) AddSensitiveNames(headers, params []string) (rebuilt bool, err error) {
-	hs, ps := normalNames(headers), normalNames(params)
+	hs, ps := store.NormalNames(headers), store.NormalNames(params)
 	if len(hs) == 0 && len(ps) == 0 {
 		return false, nil
 	}
@@ -58,7 +58,7 @@ func (db *DB) AddSensitiveNames(headers, params []string) (rebuilt bool, err err
 	if err != nil && !errors.As(err, &damaged) {
 		return false, err
 	}
-	if err == nil && subset(hs, oldH) && subset(ps, oldP) {
+	if err == nil && store.SubsetNames(hs, oldH) && store.SubsetNames(ps, oldP) {
 		return false, nil
 	}
 	err = db.write(func(tx *bbolt.Tx) error {
@@ -75,10 +75,10 @@ func (db *DB) AddSensitiveNames(headers, params []string) (rebuilt bool, err err
 			raw := meta.Get(f.key)
 			old, err := decodeNames(raw)
 			if err != nil {
-				old = salvageNames(raw)
+				old = store.SalvageNames(raw)
 				rebuilt = true
 			}
-			all := normalNames(append(old, f.names...))
+			all := store.NormalNames(append(old, f.names...))
 			if err == nil && slices.Equal(all, old) {
 				continue
 			}
@@ -118,73 +118,5 @@ func decodeNames(v []byte) ([]string, error) {
 			return nil, errors.New("a blank or null name")
 		}
 	}
-	return normalNames(names), nil
-}
-
-// salvageNames returns every name that may still be read from a damaged
-// list, generously: each JSON string literal in it that decodes, and each
-// run of bytes between quotes, commas, brackets, braces, spaces and control
-// bytes. A name too many only hides more; one too few would show a secret.
-func salvageNames(v []byte) []string {
-	var out []string
-	for i := 0; i < len(v); i++ {
-		if v[i] != '"' {
-			continue
-		}
-		j := i + 1
-		for ; j < len(v) && v[j] != '"'; j++ {
-			if v[j] == '\\' {
-				j++
-			}
-		}
-		if j >= len(v) {
-			break // an unterminated string: the runs below still read it
-		}
-		var s string
-		if json.Unmarshal(v[i:j+1], &s) == nil {
-			out = append(out, s)
-		}
-		i = j
-	}
-	// Each span between two consecutive quote bytes, too: a damaged
-	// quote shifts the pairing above, and the whole literals after it
-	// are still read here (linear: every byte is in at most one span).
-	for p := bytes.IndexByte(v, '"'); p >= 0; {
-		q := bytes.IndexByte(v[p+1:], '"')
-		if q < 0 {
-			break
-		}
-		q += p + 1
-		var s string
-		if json.Unmarshal(v[p:q+1], &s) == nil {
-			out = append(out, s)
-		}
-		p = q
-	}
-	out = append(out, strings.FieldsFunc(string(v), func(r rune) bool {
-		return r < 0x20 || r == 0x7f || strings.ContainsRune("\"',[]{} ", r)
-	})...)
-	return normalNames(out)
-}
-
-// normalNames lower-cases and trims names, drops blank ones and
-// duplicates, and sorts them.
-func normalNames(names []string) []string {
-	var out []string
-	for _, n := range names {
-		if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-func subset(a, b []string) bool {
-	for _, n := range a {
-		if _, ok := slices.BinarySearch(b, n); !ok {
-			return false
-		}
-	}
-	return true
+	return store.NormalNames(names), nil
 }

@@ -145,7 +145,7 @@ func finishRecord(c store.Claim, fn store.TransitionFunc) (*store.Job, cols, err
 	if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence || j.Owner != old.Owner {
 		return nil, cols{}, fmt.Errorf("store: job %s: id, key, fence and owner never change in a finish", old.ID)
 	}
-	if !sameRequest(old, j) {
+	if !store.SameRequest(old, j) {
 		return nil, cols{}, fmt.Errorf("store: job %s: %w", old.ID, errRequestChanged)
 	}
 	if j.State != old.State && !store.Legal(old.State, j.State) {

@@ -213,23 +213,6 @@ func checkNew(j *store.Job) error {
 	return nil
 }
 
-// keyFormatOf is j's key format with the default spelled one way ("" and
-// "token" are both the token format).
-func keyFormatOf(j *store.Job) string {
-	if j.KeyFormat == "token" {
-		return ""
-	}
-	return j.KeyFormat
-}
-
 // errRequestChanged refuses a write that changes what a job sends (P2: one
 // key, one request, for life).
 var errRequestChanged = errors.New("its request (method, URL, headers, body), fingerprint and key format never change after enqueue")
-
-// sameRequest reports whether a and b send the same bytes with the same
-// key: method, URL, headers in order, body, fingerprint and key format.
-func sameRequest(a, b *store.Job) bool {
-	return a.Request.Method == b.Request.Method && a.Request.URL == b.Request.URL &&
-		slices.Equal(a.Request.Header, b.Request.Header) && bytes.Equal(a.Request.Body, b.Request.Body) &&
-		a.Fingerprint == b.Fingerprint && keyFormatOf(a) == keyFormatOf(b)
-}

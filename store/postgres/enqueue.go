@@ -204,7 +204,7 @@ func (db *DB) enqueueTaken(ctx context.Context, tx pgx.Tx, p pendingJob) (store.
 			// The key format is part of what is sent (Idempotency-Key:
 			// k or "k"), so a request asking for another is not the
 			// stored job.
-			if ex.Fingerprint != j.Fingerprint || keyFormatOf(ex) != keyFormatOf(j) {
+			if ex.Fingerprint != j.Fingerprint || store.KeyFormatOf(ex) != store.KeyFormatOf(j) {
 				return store.EnqueueResult{Err: &store.KeyConflictError{Key: j.Key, JobID: ex.ID}}, nil
 			}
 			return store.EnqueueResult{Job: ex, Existing: true}, nil

@@ -153,7 +153,7 @@ func (db *DB) Rescue(ctx context.Context, now time.Time, fn func(j *store.Job)) 
 					skip = append(skip, id)
 					continue
 				}
-				j := rescued(old, now)
+				j := store.Rescued(old, now)
 				if fn != nil {
 					fn(j)
 				}
@@ -183,21 +183,4 @@ func (db *DB) Rescue(ctx context.Context, now time.Time, fn func(j *store.Job)) 
 			return total, nil
 		}
 	}
-}
-
-// rescued returns the unknown form of a running job whose runner is gone:
-// a new fence, so the old claim's late outcome is refused, and a status
-// query due now.
-func rescued(old *store.Job, now time.Time) *store.Job {
-	j := old.Clone()
-	j.State = store.StateUnknown
-	j.Fence++
-	j.MayHaveEffect = true
-	j.UpdatedAt = now
-	if j.UnknownSince.IsZero() {
-		j.UnknownSince = now
-		j.StatusBase = j.StatusQueries
-	}
-	j.NextRunAt = now
-	return j
 }

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,7 +72,7 @@ func (db *DB) AddSensitiveNames(headers, params []string) (rebuilt bool, err err
 	if err := db.usable(bg); err != nil {
 		return false, err
 	}
-	hs, ps := normalNames(headers), normalNames(params)
+	hs, ps := store.NormalNames(headers), store.NormalNames(params)
 	if len(hs) == 0 && len(ps) == 0 {
 		return false, nil
 	}
@@ -82,7 +81,7 @@ func (db *DB) AddSensitiveNames(headers, params []string) (rebuilt bool, err err
 	if err != nil && !errors.As(err, &damaged) {
 		return false, err
 	}
-	if err == nil && subset(hs, oldH) && subset(ps, oldP) {
+	if err == nil && store.SubsetNames(hs, oldH) && store.SubsetNames(ps, oldP) {
 		return false, nil
 	}
 	err = db.tx(bg, func(tx pgx.Tx) error {
@@ -103,10 +102,10 @@ func (db *DB) AddSensitiveNames(headers, params []string) (rebuilt bool, err err
 			}
 			old, err := decodeNames(rec, f.name)
 			if err != nil {
-				old = salvageNames([]byte(rec[f.name]))
+				old = store.SalvageNames([]byte(rec[f.name]))
 				rebuilt = true
 			}
-			all := normalNames(append(old, f.names...))
+			all := store.NormalNames(append(old, f.names...))
 			if err == nil && slices.Equal(all, old) {
 				continue
 			}
@@ -144,70 +143,5 @@ func decodeNames(rec map[string]string, name string) ([]string, error) {
 			return nil, errors.New("a blank or null name")
 		}
 	}
-	return normalNames(names), nil
-}
-
-// salvageNames returns every name that may still be read from a damaged
-// list, generously: each JSON string literal in it that decodes, and each
-// run of bytes between quotes, commas, brackets, braces, spaces and control
-// bytes. A name too many only hides more; one too few would show a secret.
-func salvageNames(v []byte) []string {
-	var out []string
-	for p := bytes.IndexByte(v, '"'); p >= 0; {
-		q := bytes.IndexByte(v[p+1:], '"')
-		if q < 0 {
-			break
-		}
-		q += p + 1
-		var s string
-		if json.Unmarshal(v[p:q+1], &s) == nil {
-			out = append(out, s)
-		}
-		p = q
-	}
-	for i := 0; i < len(v); i++ {
-		if v[i] != '"' {
-			continue
-		}
-		j := i + 1
-		for ; j < len(v) && v[j] != '"'; j++ {
-			if v[j] == '\\' {
-				j++
-			}
-		}
-		if j >= len(v) {
-			break
-		}
-		var s string
-		if json.Unmarshal(v[i:j+1], &s) == nil {
-			out = append(out, s)
-		}
-		i = j
-	}
-	out = append(out, strings.FieldsFunc(string(v), func(r rune) bool {
-		return r < 0x20 || r == 0x7f || strings.ContainsRune("\"',[]{} ", r)
-	})...)
-	return normalNames(out)
-}
-
-// normalNames lower-cases and trims names, drops blank ones and
-// duplicates, and sorts them.
-func normalNames(names []string) []string {
-	var out []string
-	for _, n := range names {
-		if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-func subset(a, b []string) bool {
-	for _, n := range a {
-		if _, ok := slices.BinarySearch(b, n); !ok {
-			return false
-		}
-	}
-	return true
+	return store.NormalNames(names), nil
 }

@@ -45,7 +45,7 @@ func (db *DB) transition(ctx context.Context, id string, fn store.TransitionFunc
 			// let a stale claim's write pass its fence check again.
 			return fmt.Errorf("store: job %s: id, key and fence never change in a transition", old.ID)
 		}
-		if !sameRequest(old, j) {
+		if !store.SameRequest(old, j) {
 			return fmt.Errorf("store: job %s: %w", old.ID, errRequestChanged)
 		}
 		if j.State != old.State && !store.Legal(old.State, j.State) {
@@ -79,8 +79,8 @@ func (db *DB) Cancel(ctx context.Context, id string, now time.Time, actor, note 
 		if j.MayHaveEffect {
 			return &store.TransitionError{JobID: j.ID, From: j.State, To: store.StateCanceled, Why: "an earlier attempt may have taken effect; it can no longer be canceled"}
 		}
-		manual(j, now, store.StateCanceled, actor, note)
-		j.Reason = "canceled by " + actorOr(actor)
+		store.Manual(j, now, store.StateCanceled, actor, note)
+		j.Reason = "canceled by " + store.ActorOr(actor)
 		return nil
 	})
 }
@@ -92,7 +92,7 @@ func (db *DB) Retry(ctx context.Context, id string, now time.Time, actor, note s
 		if j.State != store.StateFailed {
 			return &store.TransitionError{JobID: j.ID, From: j.State, To: store.StatePending, Why: "only failed jobs can be retried"}
 		}
-		manual(j, now, store.StatePending, actor, note)
+		store.Manual(j, now, store.StatePending, actor, note)
 		j.AttemptBase = j.Attempts
 		j.RetryBase = j.Attempts
 		j.Deadline = now.Add(j.DeadlineAfter)
@@ -113,24 +113,11 @@ func (db *DB) Resolve(ctx context.Context, id string, as store.State, now time.T
 		if j.State != store.StateNeedsAttention {
 			return &store.TransitionError{JobID: j.ID, From: j.State, To: as, Why: "only needs_attention jobs are resolved"}
 		}
-		manual(j, now, as, actor, note)
+		store.Manual(j, now, as, actor, note)
 		j.MayHaveEffect = false
-		j.Reason = fmt.Sprintf("resolved as %s by %s: %s", as, actorOr(actor), note)
+		j.Reason = fmt.Sprintf("resolved as %s by %s: %s", as, store.ActorOr(actor), note)
 		return nil
 	})
-}
-
-func actorOr(a string) string {
-	if a == "" {
-		return "unknown"
-	}
-	return a
-}
-
-func manual(j *store.Job, now time.Time, to store.State, actor, note string) {
-	j.AddEvent(store.Event{Kind: store.EventManual, Start: now, From: j.State, To: to, Actor: actorOr(actor), Note: note})
-	j.State = to
-	j.UpdatedAt = now
 }
 
 // Sweep deletes up to limit ended jobs (succeeded, failed, canceled) last
