@@ -113,18 +113,7 @@ func (l *lostLease) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]sto
 // returns an error that says the lease was lost, the attempt in flight
 // still ends and is recorded, and nothing is claimed after the loss.
 func TestRunStopsWhenItsLeaseIsLost(t *testing.T) {
-	release := make(chan struct{})
-	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request, _ int64, _ received) {
-		<-release
-		w.WriteHeader(http.StatusCreated)
-	})
-	t.Cleanup(func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	})
+	tg, release := heldTarget(t)
 	db := openStore(t)
 	first := newJob(tg.URL())
 	enqueue(t, db, first)
@@ -138,15 +127,9 @@ func TestRunStopsWhenItsLeaseIsLost(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- runner.New(ls, cfg).Run(ctx) }()
 	// The first job is in flight when the first heartbeat is refused.
-	deadline := time.Now().Add(runTimeout)
-	for tg.N() == 0 || !ls.lost.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("the attempt never reached the target, or no heartbeat came")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "the attempt in flight and a refused heartbeat", func() bool { return tg.N() > 0 && ls.lost.Load() })
 	enqueue(t, db, newJob(tg.URL()))
-	close(release)
+	release()
 	select {
 	case err := <-errc:
 		if !errors.Is(err, store.ErrLeaseLost) {
@@ -198,18 +181,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // Run stops with an error matching it; the attempt in flight, which no
 // one rescued, is recorded.
 func TestRunStopsWhenItsLeaseExpires(t *testing.T) {
-	release := make(chan struct{})
-	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request, _ int64, _ received) {
-		<-release
-		w.WriteHeader(http.StatusCreated)
-	})
-	t.Cleanup(func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	})
+	tg, release := heldTarget(t)
 	db := openStore(t)
 	clock := newFakeClock(clockStart)
 	j := newJob(tg.URL(), at(clockStart))
@@ -226,7 +198,7 @@ func TestRunStopsWhenItsLeaseExpires(t *testing.T) {
 	waitFor(t, "the attempt to reach the target", func() bool { return tg.N() == 1 })
 
 	clock.Advance(time.Hour) // the machine was suspended for an hour
-	close(release)
+	release()
 	select {
 	case err := <-errc:
 		if !errors.Is(err, store.ErrLeaseLost) {
@@ -246,10 +218,19 @@ func TestRunStopsWhenItsLeaseExpires(t *testing.T) {
 // runner runs after it (a GC pause, a descheduled goroutine).
 type rescueAfterBeat struct {
 	*bolt.DB
-	clock *fakeClock
-	pause time.Duration
-	once  atomic.Bool
-	armed atomic.Bool
+	clock   *fakeClock
+	pause   time.Duration
+	once    atomic.Bool
+	armed   atomic.Bool
+	rescued atomic.Bool // a rescue ran after the paused beat
+}
+
+func (s *rescueAfterBeat) Rescue(ctx context.Context, now time.Time, fn func(j *store.Job)) (int, error) {
+	n, err := s.DB.Rescue(ctx, now, fn)
+	if s.once.Load() {
+		s.rescued.Store(true)
+	}
+	return n, err
 }
 
 func (s *rescueAfterBeat) Heartbeat(ctx context.Context, id string, now time.Time, ttl time.Duration) error {
@@ -265,18 +246,7 @@ func (s *rescueAfterBeat) Heartbeat(ctx context.Context, id string, now time.Tim
 // descheduled goroutine) must not make the runner rescue its own job in
 // flight and then lose the outcome the target gave to the fence.
 func TestHeartbeatRescueSparesOwnJobs(t *testing.T) {
-	release := make(chan struct{})
-	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request, _ int64, _ received) {
-		<-release
-		w.WriteHeader(http.StatusCreated)
-	})
-	t.Cleanup(func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	})
+	tg, release := heldTarget(t)
 	db := openStore(t)
 	clock := newFakeClock(clockStart)
 	j := newJob(tg.URL(), at(clockStart))
@@ -292,11 +262,10 @@ func TestHeartbeatRescueSparesOwnJobs(t *testing.T) {
 	go func() { errc <- runner.New(s, cfg).Run(ctx) }()
 	waitFor(t, "the attempt to reach the target", func() bool { return tg.N() == 1 })
 	s.armed.Store(true)
-	waitFor(t, "the beat with its pause", func() bool { return s.once.Load() })
-	time.Sleep(50 * time.Millisecond) // the rescue after that beat
+	waitFor(t, "the rescue after the paused beat", func() bool { return s.rescued.Load() })
 	mid := getJob(t, db, j.ID)
-	close(release)
-	time.Sleep(200 * time.Millisecond)
+	release()
+	waitFor(t, "the outcome written", func() bool { return getJob(t, db, j.ID).State != store.StateRunning })
 	cancel()
 	<-errc
 	got := getJob(t, db, j.ID)
@@ -330,18 +299,7 @@ func (u *unreachableAfterLoss) FinishClaim(ctx context.Context, c store.Claim, f
 // Run returns, without its context ending, and the job is left for the
 // rescue of whoever holds a lease.
 func TestRunStopsRetryingWritesAfterItsLeaseIsLost(t *testing.T) {
-	release := make(chan struct{})
-	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request, _ int64, _ received) {
-		<-release
-		w.WriteHeader(http.StatusCreated)
-	})
-	t.Cleanup(func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	})
+	tg, release := heldTarget(t)
 	db := openStore(t)
 	enqueue(t, db, newJob(tg.URL()))
 	u := &unreachableAfterLoss{DB: db}
@@ -353,14 +311,8 @@ func TestRunStopsRetryingWritesAfterItsLeaseIsLost(t *testing.T) {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- runner.New(u, cfg).Run(ctx) }()
-	deadline := time.Now().Add(runTimeout)
-	for tg.N() == 0 || !u.lost.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("the attempt never reached the target, or no heartbeat came")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	close(release)
+	waitFor(t, "the attempt in flight and a refused heartbeat", func() bool { return tg.N() > 0 && u.lost.Load() })
+	release()
 	select {
 	case err := <-errc:
 		if !errors.Is(err, store.ErrLeaseLost) {
@@ -369,4 +321,20 @@ func TestRunStopsRetryingWritesAfterItsLeaseIsLost(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("Run kept retrying an outcome write after its lease was lost")
 	}
+}
+
+// heldTarget is a target that answers 201 to each request once release
+// is called (or the test ends), so a test can act while an attempt is in
+// flight.
+func heldTarget(t *testing.T) (*target, func()) {
+	t.Helper()
+	held := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(held) }) }
+	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request, _ int64, _ received) {
+		<-held
+		w.WriteHeader(http.StatusCreated)
+	})
+	t.Cleanup(release)
+	return tg, release
 }
