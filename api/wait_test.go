@@ -122,8 +122,10 @@ func TestWaitThroughARunnerOutlastsDroppedRequests(t *testing.T) {
 	}
 	h := admin.Handler(c, admin.Options{Token: "tok"})
 	var drop atomic.Bool
+	var dropped atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if drop.Load() {
+			dropped.Add(1)
 			conn, _, err := w.(http.Hijacker).Hijack()
 			if err == nil {
 				conn.Close() // no answer at all
@@ -148,7 +150,13 @@ func TestWaitThroughARunnerOutlastsDroppedRequests(t *testing.T) {
 		got, err = rem.Wait(ctx, "wait-drops")
 		done <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // a few unanswered requests
+	for dropped.Load() < 3 { // a few unanswered requests
+		select {
+		case err := <-done:
+			t.Fatalf("Wait returned while its requests went unanswered: %v, %v", got, err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 	if _, err := c.Cancel(context.Background(), res.Job.ID, "t", ""); err != nil {
 		t.Fatal(err)
 	}
