@@ -29,6 +29,13 @@ var (
 	// running jobs may already be rescued by another runner, and its
 	// writes to them are refused (ErrFenced).
 	ErrLeaseLost = errors.New("store: runner lease lost")
+	// ErrCommitUnknown: the connection to the database ended while a
+	// write committed, so whether it was stored is not known. Writes that
+	// carry their idempotency key are safe to send again.
+	ErrCommitUnknown = errors.New("store: the write may or may not have committed")
+	// ErrUnavailable: the database cannot be reached now (refused, reset,
+	// restarting). Nothing was written; the operation may be tried again.
+	ErrUnavailable = errors.New("store: database unavailable")
 )
 
 // KeyConflictError says which job holds a key.

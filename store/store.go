@@ -146,3 +146,21 @@ type CommitObserver interface {
 type Located interface {
 	Location() string
 }
+
+// Clock is implemented by backends shared by processes on many machines,
+// whose database's clock judges schedules and leases (Postgres's now()):
+// nodes whose own clocks disagree still agree on when a job is due and
+// when a lease ends. Now is the database's time as this process best
+// knows it; the runner and api use it in place of time.Now.
+type Clock interface {
+	Now() time.Time
+}
+
+// Wakeups is implemented by backends that announce commits of other
+// processes that may make work due (Postgres LISTEN/NOTIFY on enqueue).
+// The channel receives after such commits (several may merge into one)
+// and is closed when ctx ends or the backend cannot listen; a runner
+// polls besides, so a missed announcement only delays work.
+type Wakeups interface {
+	Wakeups(ctx context.Context) <-chan struct{}
+}
