@@ -38,7 +38,9 @@ type Config struct {
 	// it heartbeats every third of it, and looks for the running jobs of
 	// runners whose lease expired as often. Defaults to DefaultLeaseTTL.
 	LeaseTTL time.Duration
-	// Now is the clock. Defaults to time.Now.
+	// Now is the clock that schedules and leases are judged by. Defaults
+	// to the store's when it keeps one (store.Clock: a database shared by
+	// many machines), else time.Now.
 	Now func() time.Time
 	// Rand is the jitter source. Defaults to one seeded from crypto/rand, so
 	// two processes draw different delays. The runner locks around it.
@@ -305,6 +307,9 @@ func (r *Runner) noteFailed(err error) bool {
 
 // New returns a Runner over s.
 func New(s Store, cfg Config) *Runner {
+	if clk, ok := s.(store.Clock); ok && cfg.Now == nil {
+		cfg.Now = clk.Now
+	}
 	cfg.setDefaults()
 	r := &Runner{
 		store: s,
@@ -373,6 +378,16 @@ func (r *Runner) Run(ctx context.Context) error {
 		return fmt.Errorf("runner: lease: %w", err)
 	}
 	defer stopLease()
+	if w, ok := r.store.(store.Wakeups); ok {
+		// Other processes' enqueues wake this runner as its own do.
+		wctx, endWakeups := context.WithCancel(ctx)
+		defer endWakeups()
+		go func(ch <-chan struct{}) {
+			for range ch {
+				r.Notify()
+			}
+		}(w.Wakeups(wctx))
+	}
 	if _, err := r.Recover(ctx); err != nil {
 		if ctx.Err() != nil {
 			// Stopped before recovery ended: nothing was claimed, and
