@@ -21,6 +21,10 @@ func TestDemoBadFlags(t *testing.T) {
 		{[]string{"demo", "--latency", "-5s"}, "invalid latency"},
 		{[]string{"demo", "--db", e.db}, "invalid db"},
 		{[]string{"demo", "--jobs", "10", "junk"}, "unexpected argument"},
+		{[]string{"demo", "--nodes", "0"}, "invalid nodes"},
+		{[]string{"demo", "--nodes", "3"}, "invalid nodes"},
+		{[]string{"demo", "--nodes", "3", "--db", e.db}, "invalid db"},
+		{[]string{"demo", "--schema", "idemrun_demo_x"}, "invalid schema"},
 	} {
 		r := e.run(c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
@@ -46,5 +50,17 @@ func TestDemoRefusesFewerJobsThanLives(t *testing.T) {
 	}
 	if r := e.run("demo", "--chaos", "--jobs", "5"); r.code != 2 || !strings.Contains(r.stderr, "= 21") {
 		t.Errorf("demo --chaos --jobs 5: got\n%s\nwant exit 2: --chaos means 20 kills, so at least 21 jobs", r)
+	}
+}
+
+// Several nodes need a database they can share: without a postgres://
+// --db, --nodes above 1 is refused naming the flag, the value and what
+// is accepted.
+func TestDemoNodesNeedPostgres(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.run("demo", "--nodes", "3")
+	if r.code != 2 || !strings.Contains(r.stderr, "invalid nodes 3") || !strings.Contains(r.stderr, "postgres://") {
+		t.Errorf("demo --nodes 3: got\n%s\nwant exit 2 naming nodes, 3 and a postgres:// --db", r)
 	}
 }
