@@ -181,6 +181,10 @@ func Migrate(ctx context.Context, url string, opts *Options) error {
 	return postgres.Migrate(ctx, url, po)
 }
 
+// SchemaVersion is the version of idemrun's Postgres schema that this
+// idemrun reads and writes, and Migrate brings a database to.
+var SchemaVersion = postgres.SchemaVersion
+
 // Redacted returns db as it may be shown: a URL with its password
 // masked, a file path as it is.
 func Redacted(db string) string {

@@ -116,14 +116,21 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 
 	tuneGC(m.Getenv)
-	path := m.dbPath(*db)
-	_, statErr := os.Stat(path)
-	client, err := api.Open(path, &api.Options{AllowHosts: *allow, Warn: m.Stderr, Direct: true})
+	dbt, err := m.db(fs, *db)
 	if err != nil {
 		return err
 	}
+	path := dbt.path
+	_, statErr := os.Stat(path)
+	client, err := api.Open(path, dbt.options(&api.Options{AllowHosts: *allow, Warn: m.Stderr, Direct: true}))
+	if err != nil {
+		if dbt.isURL() {
+			return openDBError(dbt, err)
+		}
+		return err
+	}
 	defer client.Close()
-	if errors.Is(statErr, os.ErrNotExist) {
+	if !dbt.isURL() && errors.Is(statErr, os.ErrNotExist) {
 		// A runner may start before anything is enqueued, so a missing
 		// file is created; a mistyped --db would otherwise look like a
 		// runner with nothing to do.
@@ -160,7 +167,8 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	defer stop()
 
 	handler2 := admin.Handler(client, admin.Options{Metrics: met.Handler()})
-	if !*noSocket {
+	// A Postgres database is shared, not held: commands reach it directly.
+	if !*noSocket && !dbt.isURL() {
 		closeSock, err := serveSocket(api.SocketPath(path), handler2, logger)
 		if err != nil {
 			return err
@@ -183,7 +191,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if *retention > 0 {
 		go sweepLoop(ctx, client, *retention, *keyRetention, logger)
 	}
-	logger.Info("runner started", "db", path, "workers", *wf.workers, "pid", os.Getpid())
+	logger.Info("runner started", "db", dbt.String(), "workers", *wf.workers, "pid", os.Getpid())
 	if err := r.Run(ctx); err != nil {
 		return err
 	}
