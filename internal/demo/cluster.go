@@ -73,7 +73,7 @@ func (r *run) cluster(ctx context.Context) (err error) {
 		}
 		if wave == waves/2 && cfg.MidRun != nil {
 			// While the nodes work on the wave just enqueued.
-			if err := ns.sleep(ctx, r.lifetime()/2); err != nil {
+			if err := ns.sleep(ctx, r.lifetime()/4); err != nil {
 				return err
 			}
 			if err := cfg.MidRun(ctx); err != nil {

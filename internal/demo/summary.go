@@ -3,6 +3,8 @@ package demo
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,6 +41,12 @@ type Summary struct {
 	// each with its exit status and last log line; they were started
 	// again.
 	NodeExits []string `json:"node_exits,omitempty"`
+	// OtherEnds are the jobs that ended other than succeeded, each with
+	// its state and the reason it gives.
+	OtherEnds []string `json:"other_ends,omitempty"`
+	// Evidence holds, per job whose end the target contradicts, its
+	// history and the payments the target holds for it.
+	Evidence map[string][]string `json:"evidence,omitempty"`
 }
 
 // OK reports whether the promise held: no duplicate, nothing lost, no end
@@ -96,6 +104,17 @@ func PrintSummary(w io.Writer, s *Summary) {
 			break
 		}
 		fmt.Fprintf(w, "  NODE EXIT %s\n", e)
+	}
+	shown := 0
+	for _, k := range slices.Sorted(maps.Keys(s.Evidence)) {
+		if shown == 3 {
+			break
+		}
+		shown++
+		fmt.Fprintf(w, "  EVIDENCE %s\n", k)
+		for _, l := range s.Evidence[k] {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
 	}
 	if s.SchemaKept {
 		fmt.Fprintf(w, "  schema %s kept for inspection (idemrun list --schema %s); drop it with DROP SCHEMA %s CASCADE\n", s.Schema, s.Schema, s.Schema)

@@ -107,7 +107,58 @@ func verifyJobs(c *api.Client, target *faketarget.Server, keys []string, sum *Su
 		case !j.State.Terminal() && j.State != store.StateNeedsAttention:
 			sum.Lost = append(sum.Lost, k+" (left "+string(j.State)+")")
 		}
+		if j.State != store.StateSucceeded {
+			why := j.Reason
+			if why == "" {
+				why = j.LastError
+			}
+			sum.OtherEnds = append(sum.OtherEnds, fmt.Sprintf("%s: %s after %d attempt(s) and %d status queries: %s", k, j.State, j.Attempts, j.StatusQueries, why))
+		}
+		if n > 1 || (j.State == store.StateSucceeded && n != 1) || (j.State.Terminal() && j.State != store.StateSucceeded && n != 0) {
+			if sum.Evidence == nil {
+				sum.Evidence = map[string][]string{}
+			}
+			sum.Evidence[k] = evidence(j, target.Payments(k))
+		}
 	}
 	sort.Strings(sum.Duplicates)
 	return nil
+}
+
+// evidence is what a person needs to find why a job's end and the
+// target disagree: the job's history, every attempt and query with its
+// owner's claim, and the payments the target holds under its key.
+func evidence(j *store.Job, pays []faketarget.Payment) []string {
+	out := []string{fmt.Sprintf("job %s key %s state %s attempts %d fence %d owner %s", j.ID, j.Key, j.State, j.Attempts, j.Fence, j.Owner)}
+	if j.HistoryDropped > 0 {
+		out = append(out, fmt.Sprintf("(%d older events dropped)", j.HistoryDropped))
+	}
+	for _, e := range j.History {
+		line := fmt.Sprintf("%s %s #%d", e.Start.Format("15:04:05.000"), e.Kind, e.N)
+		for _, f := range []struct{ k, v string }{{"end", fmtTime(e.End)}, {"class", e.Class}, {"status", nonZero(e.HTTPStatus)},
+			{"error", e.Error}, {"outcome", e.Outcome}, {"detail", e.Detail}, {"from", string(e.From)}, {"to", string(e.To)}, {"note", e.Note}} {
+			if f.v != "" {
+				line += " " + f.k + "=" + strconv.Quote(f.v)
+			}
+		}
+		out = append(out, line)
+	}
+	for _, p := range pays {
+		out = append(out, fmt.Sprintf("target holds %s (amount %s)", p.ID, p.Amount))
+	}
+	return out
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format("15:04:05.000")
+}
+
+func nonZero(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
