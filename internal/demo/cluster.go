@@ -93,7 +93,7 @@ func (r *run) cluster(ctx context.Context) (err error) {
 		}
 		r.sum.Kills++
 	}
-	if err := ns.waitEnded(ctx, c, len(r.keys)); err != nil {
+	if err := ns.waitEnded(ctx, c, r.target, len(r.keys)); err != nil {
 		return err
 	}
 	if err := ns.stop(); err != nil {

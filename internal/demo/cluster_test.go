@@ -122,3 +122,86 @@ func TestClusterChaos(t *testing.T) {
 		t.Logf("%d jobs, %d node kills, 1 database crash: 0 duplicates, 0 lost", jobs, kills)
 	}
 }
+
+// TestClusterCommitCuts: the nodes reach Postgres through a proxy that
+// cuts the connection right after forwarding one COMMIT in fifty: the
+// server commits and the node never hears it (a network or host failure
+// at the worst moment), on claims, chained claims, outcome writes and
+// rescues alike. Nodes are killed as in TestClusterChaos. At the target:
+// 0 duplicates, 0 lost, every job succeeded.
+func TestClusterCommitCuts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos test starts real processes; skipped with -short")
+	}
+	// It fails today, and the fix is not in this package: a claim chained
+	// to an outcome write (or a ClaimDue) whose COMMIT the node never
+	// hears leaves the claimed job running, owned by a live node that does
+	// not know it has it and spares it from its own rescues, until that
+	// node stops. Remove this skip with the fix.
+	t.Skip("known bug: a claim whose commit outcome is unknown strands its job in running until its node stops")
+	bin := buildBinary(t)
+	url, schema := pgtest.Schema(t)
+	seed := uint64(time.Now().UnixNano())
+	proxy, err := pgtest.StartProxy(url, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	proxy.SetCutAfterCommit(0.02)
+	f := faketarget.Faults{
+		LoseResponse:    0.08,
+		Busy503:         0.05,
+		CommitThen500:   0.03,
+		SlowCommit:      0.04,
+		FlakyStatus:     0.1,
+		RetryAfter:      "1",
+		SlowCommitDelay: 1200 * time.Millisecond,
+		StatusHang:      1200 * time.Millisecond,
+		Latency:         20 * time.Millisecond,
+	}
+	const jobs, kills = 300, 6
+	var log syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 70*time.Second)
+	defer cancel()
+	start := time.Now()
+	sum, err := Run(ctx, Config{
+		Binary:       bin,
+		DB:           url,
+		NodeDB:       proxy.URL,
+		Schema:       schema,
+		Nodes:        3,
+		Jobs:         jobs,
+		Kills:        kills,
+		Workers:      8,
+		LeaseTTL:     2 * time.Second,
+		Faults:       &f,
+		Seed:         seed,
+		KillAfterMin: 200 * time.Millisecond,
+		KillAfterMax: 900 * time.Millisecond,
+		Timeout:      55 * time.Second,
+		RunnerLog:    &log,
+	})
+	t.Logf("proxy: %d of %d commits cut", proxy.Cuts(), proxy.Commits())
+	if err != nil {
+		t.Fatalf("chaos run (seed %d): %v\nnode logs:\n%s", seed, err, tail(log.String(), 60000))
+	}
+	var out bytes.Buffer
+	PrintSummary(&out, sum)
+	t.Logf("seed %d, %s:\n%s", seed, time.Since(start).Round(100*time.Millisecond), out.String())
+	if proxy.Cuts() == 0 {
+		t.Errorf("the proxy cut no commit")
+	}
+	if len(sum.Duplicates) != 0 || len(sum.Lost) != 0 || len(sum.Violations) != 0 {
+		t.Errorf("duplicates %v, lost %v, false end states %v", sum.Duplicates, sum.Lost, sum.Violations)
+	}
+	for k, lines := range sum.Evidence {
+		t.Errorf("evidence for %s:\n  %s", k, strings.Join(lines, "\n  "))
+	}
+	if sum.ByState["succeeded"] != jobs || sum.Creates != jobs {
+		t.Errorf("succeeded %d and created at the target %d, want %d each; by state %v; other ends:\n  %s",
+			sum.ByState["succeeded"], sum.Creates, jobs, sum.ByState, strings.Join(sum.OtherEnds, "\n  "))
+	}
+	if t.Failed() {
+		t.Logf("node logs:\n%s", tail(log.String(), 6000))
+	}
+}

@@ -68,6 +68,10 @@ type Config struct {
 	// LeaseTTL is each node's --lease-ttl on Postgres: how soon the other
 	// nodes rescue a killed node's jobs. Defaults to 2 seconds.
 	LeaseTTL time.Duration
+	// NodeDB is the URL the nodes reach the database by; defaults to DB
+	// (a test puts a fault-injecting proxy there). The demo's own
+	// enqueues and checks use DB.
+	NodeDB string
 	// MidRun, when set on Postgres, is called once halfway through the
 	// kills while the nodes work, and counted in Summary.DBRestarts (the
 	// chaos test crash-restarts the database there). An error ends the
@@ -132,6 +136,9 @@ func (c *Config) defaults() {
 	}
 	if c.LeaseTTL <= 0 {
 		c.LeaseTTL = 2 * time.Second
+	}
+	if c.NodeDB == "" {
+		c.NodeDB = c.DB
 	}
 }
 

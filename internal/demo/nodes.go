@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/internal/faketarget"
+	"github.com/idemrun/idemrun/store"
 )
 
 // nodes supervises the runner processes that share a Postgres database.
@@ -23,6 +25,7 @@ type nodes struct {
 	prog   *progress
 	logMu  sync.Mutex // one line at a time into cfg.RunnerLog
 	list   []*node
+	pids   map[int]int // every process started → its node
 }
 
 // node is one runner slot: the process now in it, started again after a
@@ -36,7 +39,7 @@ type node struct {
 }
 
 func newNodes(cfg Config, schema string, sum *Summary, prog *progress) *nodes {
-	ns := &nodes{cfg: cfg, schema: schema, sum: sum, prog: prog}
+	ns := &nodes{cfg: cfg, schema: schema, sum: sum, prog: prog, pids: map[int]int{}}
 	for i := range cfg.Nodes {
 		ns.list = append(ns.list, &node{id: i + 1, log: &nodeLog{prefix: fmt.Sprintf("node%d: ", i+1), out: cfg.RunnerLog, mu: &ns.logMu}})
 	}
@@ -54,13 +57,14 @@ func (ns *nodes) start() error {
 }
 
 func (ns *nodes) launch(n *node) error {
-	args := append([]string{"run", "--db", ns.cfg.DB, "--schema", ns.schema, "--lease-ttl", ns.cfg.LeaseTTL.String()}, ns.cfg.runnerArgs()...)
+	args := append([]string{"run", "--db", ns.cfg.NodeDB, "--schema", ns.schema, "--lease-ttl", ns.cfg.LeaseTTL.String()}, ns.cfg.runnerArgs()...)
 	cmd := exec.Command(ns.cfg.Binary, args...)
 	cmd.Stdout, cmd.Stderr = n.log, n.log
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("demo: start node %d: %w", n.id, err)
 	}
 	n.cmd, n.started = cmd, time.Now()
+	ns.pids[cmd.Process.Pid] = n.id
 	n.exited = make(chan error, 1)
 	go func() { n.exited <- cmd.Wait() }()
 	ns.sum.Starts++
@@ -139,7 +143,7 @@ func (ns *nodes) killOne(ctx context.Context, i int) error {
 
 // waitEnded tends the nodes until total jobs have ended (succeeded,
 // failed, canceled or needs_attention).
-func (ns *nodes) waitEnded(ctx context.Context, c *api.Client, total int) error {
+func (ns *nodes) waitEnded(ctx context.Context, c *api.Client, target *faketarget.Server, total int) error {
 	var last api.Stats
 	for {
 		if err := ns.tend(); err != nil {
@@ -156,10 +160,34 @@ func (ns *nodes) waitEnded(ctx context.Context, c *api.Client, total int) error 
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w; jobs by state then: %v", ns.gaveUp(ctx), last)
+			return fmt.Errorf("%w; jobs by state then: %v%s", ns.gaveUp(ctx), last, ns.notEnded(c, target))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// notEnded describes a few jobs that have not ended, for a run that
+// gave up on them: their history and owner, what the target received
+// under their keys, and the leases with the node of each.
+func (ns *nodes) notEnded(c *api.Client, target *faketarget.Server) string {
+	var b strings.Builder
+	leases, err := c.Store().Leases()
+	fmt.Fprintf(&b, "\nleases now (%v):", err)
+	for _, l := range leases {
+		fmt.Fprintf(&b, "\n  %s: node %d (pid %d), expires %s", l.ID, ns.pids[l.PID], l.PID, l.Expires.Format("15:04:05.000"))
+	}
+	for _, s := range []store.State{store.StateRunning, store.StatePending, store.StateUnknown} {
+		page, err := c.Store().List(store.ListFilter{States: []store.State{s}, Limit: 5})
+		if err != nil {
+			fmt.Fprintf(&b, "\nlist %s: %v", s, err)
+			continue
+		}
+		for _, j := range page.Jobs {
+			fmt.Fprintf(&b, "\n%s", strings.Join(evidence(j, target.Payments(j.Key)), "\n  "))
+			fmt.Fprintf(&b, "\n  the target received %d request(s) under this key", len(target.BodiesByKey(j.Key)))
+		}
+	}
+	return b.String()
 }
 
 func ended(st api.Stats) int64 {
