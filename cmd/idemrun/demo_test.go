@@ -2,9 +2,12 @@ package main
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Bad demo flags are usage errors: exit 2 naming the flag, refused before
@@ -62,5 +65,35 @@ func TestDemoNodesNeedPostgres(t *testing.T) {
 	r := e.run("demo", "--nodes", "3")
 	if r.code != 2 || !strings.Contains(r.stderr, "invalid nodes 3") || !strings.Contains(r.stderr, "postgres://") {
 		t.Errorf("demo --nodes 3: got\n%s\nwant exit 2 naming nodes, 3 and a postgres:// --db", r)
+	}
+}
+
+// The demo on a Postgres database: --db and --schema reach it, two nodes
+// share the schema, the verdict passes, and the schema it created is
+// gone at the end.
+func TestDemoPostgres(t *testing.T) {
+	e := pgEnv(t)
+	r := e.runProc("demo", "--db", e.db, "--schema", e.schema, "--nodes", "2", "--jobs", "40", "--kills", "1", "--workers", "4")
+	if r.code != 0 || !strings.Contains(r.stdout, "PASS") || !strings.Contains(r.stdout, "2 nodes on one Postgres database") {
+		t.Fatalf("demo on Postgres: want exit 0 and a PASS with 2 nodes, got:\n%s", r)
+	}
+	if e.schemaExists() {
+		t.Errorf("the demo left its schema %s behind", e.schema)
+	}
+}
+
+// The demo only runs in a schema it creates: one that exists (it may
+// hold someone's jobs, which the demo's nodes would send, and its
+// cleanup would drop) is refused with exit 2 naming the flag.
+func TestDemoRefusesExistingSchema(t *testing.T) {
+	e := pgEnv(t)
+	e.exec("CREATE SCHEMA " + pgx.Identifier{e.schema}.Sanitize() + "; CREATE TABLE " + pgx.Identifier{e.schema, "orders"}.Sanitize() + " (id int)")
+	before := e.relations()
+	r := e.runProc("demo", "--db", e.db, "--schema", e.schema, "--nodes", "2", "--jobs", "10", "--kills", "1")
+	if r.code != 2 || !strings.Contains(r.stderr, "invalid schema") || !strings.Contains(r.stderr, "does not exist yet") {
+		t.Errorf("demo in an existing schema: want exit 2 naming schema, got:\n%s", r)
+	}
+	if after := e.relations(); !slices.Equal(after, before) {
+		t.Errorf("the existing schema now holds %v, before it held %v", after, before)
 	}
 }

@@ -34,7 +34,7 @@ func (r *run) cluster(ctx context.Context) (err error) {
 			r.sum.SchemaKept = true
 			return
 		}
-		if err != nil && !errors.Is(err, context.Canceled) {
+		if err != nil && !errors.Is(ctx.Err(), context.Canceled) {
 			err = fmt.Errorf("%w (schema %s kept for inspection)", err, schema)
 			return
 		}

@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -119,7 +120,10 @@ func (ns *nodes) sleep(ctx context.Context, d time.Duration) error {
 }
 
 func (ns *nodes) gaveUp(ctx context.Context) error {
-	return fmt.Errorf("demo: gave up after %s: %w", ns.cfg.Timeout, context.Cause(ctx))
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("demo: gave up after %s: %w", ns.cfg.Timeout, context.Cause(ctx))
+	}
+	return fmt.Errorf("demo: stopped: %w", context.Cause(ctx))
 }
 
 // killOne kills node i (0-based) with SIGKILL and starts it again.
@@ -160,6 +164,9 @@ func (ns *nodes) waitEnded(ctx context.Context, c *api.Client, target *faketarge
 		}
 		select {
 		case <-ctx.Done():
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return ns.gaveUp(ctx)
+			}
 			return fmt.Errorf("%w; jobs by state then: %v%s", ns.gaveUp(ctx), last, ns.notEnded(c, target))
 		case <-time.After(100 * time.Millisecond):
 		}

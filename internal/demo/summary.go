@@ -72,9 +72,9 @@ func PrintSummary(w io.Writer, s *Summary) {
 	if s.Nodes > 0 {
 		fmt.Fprintf(w, "  runner SIGKILLs        %d   (%d nodes on one Postgres database, started %d times)\n", s.Kills, s.Nodes, s.Starts)
 		if s.DBRestarts > 0 {
-			fmt.Fprintf(w, "  Postgres crash-restarts %d  (pg_ctl restart -m immediate)\n", s.DBRestarts)
+			fmt.Fprintf(w, "  database crashes       %d   (Postgres stopped -m immediate mid-run, then started again)\n", s.DBRestarts)
 		}
-		fmt.Fprintf(w, "  nodes exited by themselves %d\n", len(s.NodeExits))
+		fmt.Fprintf(w, "  nodes exited unkilled  %d   (each started again)\n", len(s.NodeExits))
 	} else {
 		fmt.Fprintf(w, "  runner SIGKILLs        %d   (runner started %d times)\n", s.Kills, s.Starts)
 	}
