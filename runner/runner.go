@@ -292,6 +292,11 @@ type Runner struct {
 	reserved int
 	// failed holds the first store.ErrFailed a write met: Run stops with it.
 	failed atomic.Pointer[error]
+	// renewedAt is the clock reading (unix nanoseconds) the lease was
+	// last registered or renewed at (leaseFresh).
+	renewedAt atomic.Int64
+	// stale is set while claims are paused for a stale lease (for the log).
+	stale atomic.Bool
 }
 
 // noteFailed records err when it stops the runner (store.ErrFailed: no
@@ -588,6 +593,12 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (r *Runner) claimAndStart(ctx, workCtx context.Context, wg *sync.WaitGroup, free int) (int, error) {
 	plan := r.claimPlan()
 	now := plan.Now
+	if !r.leaseFresh(now) {
+		if !r.stale.Swap(true) {
+			r.cfg.Logger.Warn("runner lease not renewed; claiming paused until a heartbeat lands", "runner", r.cfg.ID)
+		}
+		return 0, nil // the next renewal wakes the scheduler
+	}
 	started := 0
 	pend, err := r.store.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now, Limit: free, Owner: plan.Owner, Prepare: plan.Pending})
 	if err != nil {
@@ -677,10 +688,11 @@ func (r *Runner) runTask(t task) {
 
 // mayChain reports whether a worker's outcome write may claim its next job:
 // not once Run is stopping, nor once the runner must stop (its lease lost,
-// its store failed). (During the startup ramp it may: a chained worker
-// keeps its slot, so the number of jobs in flight stays within the ramp.)
+// its store failed), nor while its lease goes unrenewed. (During the
+// startup ramp it may: a chained worker keeps its slot, so the number of
+// jobs in flight stays within the ramp.)
 func (r *Runner) mayChain() bool {
-	if r.failed.Load() != nil {
+	if r.failed.Load() != nil || !r.leaseFresh(r.cfg.Now()) {
 		return false
 	}
 	select {
