@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemrun/idemrun/store"
@@ -33,16 +35,7 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 // recoverAt is Recover judging leases at now.
 func (r *Runner) recoverAt(ctx context.Context, now time.Time) (int, error) {
 	n, err := r.store.Rescue(ctx, now, func(j *store.Job) {
-		j.NextRunAt = now.Add(r.cfg.QuietPeriod + r.jitter(r.cfg.StartupSpread))
-		j.LastClass = string(ClassUnknown)
-		j.LastError = fmt.Sprintf("attempt %d was in flight when its runner stopped; it may have reached the target", j.Attempts)
-		j.AddEvent(store.Event{Kind: store.EventRecovery, N: j.Attempts, Start: now, From: store.StateRunning, To: store.StateUnknown,
-			Detail: j.LastError})
-		if ev := lastOpenAttempt(j); ev != nil {
-			ev.End = now
-			ev.Class = string(ClassUnknown)
-			ev.Error = "runner stopped while in flight"
-		}
+		r.recordRecovery(j, now, fmt.Sprintf("attempt %d was in flight when its runner stopped; it may have reached the target", j.Attempts), "runner stopped while in flight")
 	})
 	if n > 0 {
 		r.cfg.Logger.Info("recovered jobs left running", "count", n)
@@ -68,6 +61,8 @@ func (r *Runner) register(ctx context.Context) (stop func(), err error) {
 	r.renewedAt.Store(now.UnixNano())
 	quit := make(chan struct{})
 	done := make(chan struct{})
+	var adoptions sync.WaitGroup
+	var adopting atomic.Bool
 	go func() {
 		defer close(done)
 		every, again := r.cfg.LeaseTTL/3, r.cfg.LeaseTTL/12
@@ -102,11 +97,24 @@ func (r *Runner) register(ctx context.Context) (stop func(), err error) {
 			if _, err := r.recoverAt(context.Background(), now); err != nil {
 				r.cfg.Logger.Error("recovery of expired runners' jobs failed; will try again", "err", err)
 			}
+			if r.orphans.Load() && !adopting.Swap(true) {
+				// Apart from the beats: adoption waits for the claims in
+				// flight, which may wait on a store that is slow to answer.
+				adoptions.Add(1)
+				go func() {
+					defer adoptions.Done()
+					defer adopting.Store(false)
+					if _, err := r.adoptOrphans(context.Background()); err != nil {
+						r.cfg.Logger.Error("adopting jobs whose claim's commit was not confirmed failed; will try again", "err", err)
+					}
+				}()
+			}
 		}
 	}()
 	return func() {
 		close(quit)
 		<-done
+		adoptions.Wait()
 		if err := r.store.Deregister(context.Background(), r.cfg.ID); err != nil {
 			r.cfg.Logger.Error("ending the runner lease failed", "runner", r.cfg.ID, "err", err)
 		}
