@@ -39,6 +39,11 @@ type Options struct {
 	// CPUs if more). A runner needs about one per worker that is writing
 	// at a time.
 	MaxConns int32
+
+	// BeforeCommit, when set, is called before each COMMIT with the
+	// backend process id of the transaction's connection: tests end that
+	// backend there, to see what a connection lost during a commit does.
+	BeforeCommit func(ctx context.Context, backendPID uint32)
 }
 
 func (o *Options) schema() string {
@@ -57,6 +62,8 @@ type DB struct {
 	secrets []string
 	q       queries
 	closed  atomic.Bool
+
+	beforeCommit func(ctx context.Context, backendPID uint32)
 }
 
 var (
@@ -91,6 +98,9 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		return nil, r.wrap(fmt.Errorf("store: open %s: %w", where, err))
 	}
 	db := &DB{pool: pool, schema: schema, where: where, secrets: r.secrets, q: newQueries(schema)}
+	if opts != nil {
+		db.beforeCommit = opts.BeforeCommit
+	}
 	if err := db.checkVersion(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -136,15 +146,18 @@ func (db *DB) usable(ctx context.Context) error {
 }
 
 // wrap turns an error from the database into the store's: ErrClosed when
-// the handle was closed meanwhile, and never with the URL's password.
+// the handle was closed meanwhile, a *ConnectError when no connection
+// could be made, store.ErrUnavailable when the connection was lost (see
+// classify), and never with the URL's password.
 func (db *DB) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
+	err = classify(err, false)
 	if db.closed.Load() && !errors.Is(err, store.ErrClosed) {
 		err = fmt.Errorf("%w: %s: %w", store.ErrClosed, db.where, err)
 	}
-	return redactor{secrets: db.secrets}.wrap(err)
+	return asConnectError(redactor{secrets: db.secrets}.wrap(err), db.where)
 }
 
 // tx runs fn in a read committed transaction and commits it when fn
@@ -168,6 +181,7 @@ func (db *DB) txWith(ctx context.Context, o pgx.TxOptions, fn func(tx pgx.Tx) er
 	}
 	tx, err := db.pool.BeginTx(ctx, o)
 	if err != nil {
+		// Nothing was written: a lost connection is ErrUnavailable.
 		return db.wrap(fmt.Errorf("store: %s: %w", db.where, err))
 	}
 	// A no-op after Commit. Not under ctx: a rollback after ctx is
@@ -179,10 +193,24 @@ func (db *DB) txWith(ctx context.Context, o pgx.TxOptions, fn func(tx pgx.Tx) er
 			// The driver's or the server's error: say where.
 			err = fmt.Errorf("store: %s: %w", db.where, err)
 		}
+		if tx.Conn().PgConn().IsClosed() && ctx.Err() == nil {
+			// Before COMMIT nothing can have committed: the server
+			// rolls back a transaction whose connection ends.
+			err = &faultError{kind: store.ErrUnavailable, err: err}
+		}
 		return db.wrap(err)
 	}
+	if db.beforeCommit != nil {
+		db.beforeCommit(ctx, tx.Conn().PgConn().PID())
+	}
 	if err := tx.Commit(ctx); err != nil {
-		return db.wrap(fmt.Errorf("store: %s: commit: %w", db.where, err))
+		err = fmt.Errorf("store: %s: commit: %w", db.where, err)
+		if !errors.Is(err, pgx.ErrTxCommitRollback) {
+			// A COMMIT sent on a connection that then ended may have
+			// committed: store.ErrCommitUnknown.
+			err = classify(err, true)
+		}
+		return db.wrap(err)
 	}
 	return nil
 }
