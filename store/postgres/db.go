@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -40,6 +42,14 @@ type Options struct {
 	// at a time.
 	MaxConns int32
 
+	// LocalClock stands for this machine's clock (time.Now when nil), the
+	// one Now adds the database's offset to: tests give it a skew. Its
+	// readings should carry a monotonic clock reading, as time.Now's do.
+	LocalClock func() time.Time
+	// ClockRefresh is how often the database's clock is measured again
+	// (DefaultClockRefresh when zero).
+	ClockRefresh time.Duration
+
 	// BeforeCommit, when set, is called before each COMMIT with the
 	// backend process id of the transaction's connection: tests end that
 	// backend there, to see what a connection lost during a commit does.
@@ -62,6 +72,10 @@ type DB struct {
 	secrets []string
 	q       queries
 	closed  atomic.Bool
+	clock   *clock
+	life    context.Context // ends with Close, and with it the background goroutines
+	end     context.CancelFunc
+	workers sync.WaitGroup // the background goroutines
 
 	beforeCommit func(ctx context.Context, backendPID uint32)
 }
@@ -69,6 +83,7 @@ type DB struct {
 var (
 	_ store.Store   = (*DB)(nil)
 	_ store.Located = (*DB)(nil)
+	_ store.Clock   = (*DB)(nil)
 )
 
 // Open connects to the database at url (a postgres:// URL or a keyword
@@ -98,13 +113,28 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		return nil, r.wrap(fmt.Errorf("store: open %s: %w", where, err))
 	}
 	db := &DB{pool: pool, schema: schema, where: where, secrets: r.secrets, q: newQueries(schema)}
+	db.life, db.end = context.WithCancel(context.Background())
+	var o Options
 	if opts != nil {
-		db.beforeCommit = opts.BeforeCommit
+		o = *opts
 	}
+	db.beforeCommit = o.BeforeCommit
+	db.clock = newClock(o.LocalClock)
 	if err := db.checkVersion(ctx); err != nil {
+		db.end()
 		pool.Close()
 		return nil, err
 	}
+	if err := db.clock.measure(ctx, pool); err != nil {
+		db.end()
+		pool.Close()
+		return nil, db.wrap(fmt.Errorf("store: open %s: read the server's clock: %w", db.where, err))
+	}
+	refresh := o.ClockRefresh
+	if refresh <= 0 {
+		refresh = DefaultClockRefresh
+	}
+	db.workers.Go(func() { db.refreshClock(refresh) })
 	return db, nil
 }
 
@@ -130,6 +160,8 @@ func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return nil
 	}
+	db.end()
+	db.workers.Wait()
 	db.pool.Close()
 	return nil
 }
