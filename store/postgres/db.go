@@ -50,6 +50,11 @@ type Options struct {
 	// (DefaultClockRefresh when zero).
 	ClockRefresh time.Duration
 
+	// PollOnly opens no listening connection: Wakeups' channels never
+	// receive. For a pooler in transaction mode (PgBouncer), which does
+	// not keep a LISTEN's session. Writes still notify.
+	PollOnly bool
+
 	// BeforeCommit, when set, is called before each COMMIT with the
 	// backend process id of the transaction's connection: tests end that
 	// backend there, to see what a connection lost during a commit does.
@@ -76,6 +81,11 @@ type DB struct {
 	life    context.Context // ends with Close, and with it the background goroutines
 	end     context.CancelFunc
 	workers sync.WaitGroup // the background goroutines
+	notify  *notifier
+	wake    wakeups
+	// listenCfg is the listening connection's configuration, nil with
+	// Options.PollOnly.
+	listenCfg *pgx.ConnConfig
 
 	beforeCommit func(ctx context.Context, backendPID uint32)
 }
@@ -84,6 +94,7 @@ var (
 	_ store.Store   = (*DB)(nil)
 	_ store.Located = (*DB)(nil)
 	_ store.Clock   = (*DB)(nil)
+	_ store.Wakeups = (*DB)(nil)
 )
 
 // Open connects to the database at url (a postgres:// URL or a keyword
@@ -119,6 +130,12 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		o = *opts
 	}
 	db.beforeCommit = o.BeforeCommit
+	db.notify = &notifier{channel: channelName(schema), send: func(ctx context.Context) {
+		_, _ = pool.Exec(ctx, notifySQL, channelName(schema)) // a lost notification only delays work
+	}}
+	if !o.PollOnly {
+		db.listenCfg = cfg.ConnConfig.Copy()
+	}
 	db.clock = newClock(o.LocalClock)
 	if err := db.checkVersion(ctx); err != nil {
 		db.end()
@@ -160,6 +177,8 @@ func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return nil
 	}
+	db.wake.close()
+	db.notify.close()
 	db.end()
 	db.workers.Wait()
 	db.pool.Close()

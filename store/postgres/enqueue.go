@@ -67,16 +67,26 @@ func (db *DB) EnqueueManyFunc(ctx context.Context, n int, build func(i int) (*st
 		return out, nil
 	}
 	slices.SortStableFunc(ready, func(a, b pendingJob) int { return strings.Compare(a.job.Key, b.job.Key) })
+	held := false
 	err := db.tx(ctx, func(tx pgx.Tx) error {
+		held = false
 		for lo := 0; lo < len(ready); lo += manyChunk {
 			if err := db.enqueueChunk(ctx, tx, out, ready[lo:min(lo+manyChunk, len(ready))]); err != nil {
 				return err
 			}
 		}
-		return nil
+		if !anyNew(out) {
+			return nil
+		}
+		var err error
+		held, err = db.notify.inTx(ctx, tx)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	if held {
+		db.notify.trail()
 	}
 	return out, nil
 }
@@ -248,4 +258,15 @@ func (db *DB) enqueueTaken(ctx context.Context, tx pgx.Tx, p pendingJob) (store.
 		}
 	}
 	return store.EnqueueResult{}, fmt.Errorf("store: enqueue of key %q: its holder kept changing; try again", j.Key)
+}
+
+// anyNew reports whether results hold a job stored by this enqueue: work
+// to announce.
+func anyNew(results []store.EnqueueResult) bool {
+	for _, r := range results {
+		if r.Err == nil && r.Job != nil && !r.Existing {
+			return true
+		}
+	}
+	return false
 }
