@@ -47,33 +47,15 @@ func (db *DB) EnqueueManyFunc(ctx context.Context, n int, build func(i int) (*st
 	if err := db.usable(ctx); err != nil {
 		return nil, err
 	}
-	if n < 0 {
-		return nil, fmt.Errorf("store: EnqueueManyFunc of %d jobs; want 0 or more", n)
+	out, ready, err := prepareAll(n, build)
+	if err != nil || len(ready) == 0 {
+		return out, err
 	}
-	if n == 0 {
-		return nil, nil
-	}
-	out := make([]store.EnqueueResult, n)
-	var ready []pendingJob
-	for i := range n {
-		j, c, err := prepare(i, n, build)
-		if err != nil {
-			out[i].Err = err
-			continue
-		}
-		ready = append(ready, pendingJob{i: i, job: j, c: c})
-	}
-	if len(ready) == 0 {
-		return out, nil
-	}
-	slices.SortStableFunc(ready, func(a, b pendingJob) int { return strings.Compare(a.job.Key, b.job.Key) })
 	held := false
-	err := db.tx(ctx, func(tx pgx.Tx) error {
+	err = db.tx(ctx, func(tx pgx.Tx) error {
 		held = false
-		for lo := 0; lo < len(ready); lo += manyChunk {
-			if err := db.enqueueChunk(ctx, tx, out, ready[lo:min(lo+manyChunk, len(ready))]); err != nil {
-				return err
-			}
+		if err := db.enqueueIn(ctx, tx, out, ready); err != nil {
+			return err
 		}
 		if !anyNew(out) {
 			return nil
@@ -89,6 +71,41 @@ func (db *DB) EnqueueManyFunc(ctx context.Context, n int, build func(i int) (*st
 		db.notify.trail()
 	}
 	return out, nil
+}
+
+// prepareAll builds, checks and encodes n jobs: the results with the
+// refusals filled in, and the jobs to insert in the order of their keys
+// (stably: the first of two jobs with one key is the one stored).
+func prepareAll(n int, build func(i int) (*store.Job, error)) ([]store.EnqueueResult, []pendingJob, error) {
+	if n < 0 {
+		return nil, nil, fmt.Errorf("store: EnqueueManyFunc of %d jobs; want 0 or more", n)
+	}
+	if n == 0 {
+		return nil, nil, nil
+	}
+	out := make([]store.EnqueueResult, n)
+	var ready []pendingJob
+	for i := range n {
+		j, c, err := prepare(i, n, build)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		ready = append(ready, pendingJob{i: i, job: j, c: c})
+	}
+	slices.SortStableFunc(ready, func(a, b pendingJob) int { return strings.Compare(a.job.Key, b.job.Key) })
+	return out, ready, nil
+}
+
+// enqueueIn inserts the ready jobs in tx, a chunk per round trip, and
+// fills their results.
+func (db *DB) enqueueIn(ctx context.Context, tx pgx.Tx, out []store.EnqueueResult, ready []pendingJob) error {
+	for lo := 0; lo < len(ready); lo += manyChunk {
+		if err := db.enqueueChunk(ctx, tx, out, ready[lo:min(lo+manyChunk, len(ready))]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pendingJob is job i, checked and encoded, on its way into the table.
