@@ -110,6 +110,7 @@ func TestDBFlagUnreachablePostgres(t *testing.T) {
 	u.Host = addr
 	for name, db := range map[string]string{
 		"refused":          u.String(),
+		"refused, plain":   "postgres://postgres:" + testPassword + "@" + addr + "/postgres",
 		"missing database": missingDB.String(),
 		"bad port":         "postgres://postgres:" + testPassword + "@127.0.0.1:99999999/x",
 	} {
