@@ -127,3 +127,15 @@ func TestDBFlagUnreachablePostgres(t *testing.T) {
 		}
 	}
 }
+
+// --poll-only is for a Postgres --db: a bbolt file's one runner hears its
+// own enqueues.
+func TestRunPollOnlyNeedsPostgres(t *testing.T) {
+	e := newEnv(t)
+	if r := e.runProc("run", "--poll-only", "--until-idle"); r.code != exitUsage || !strings.Contains(r.stderr, "poll-only") {
+		t.Errorf("run --poll-only on a file: want exit 2 naming the flag, got:\n%s", r)
+	}
+	p := pgEnv(t)
+	p.ok("migrate")
+	p.okProc("run", "--poll-only", "--until-idle")
+}
