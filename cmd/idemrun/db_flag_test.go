@@ -110,6 +110,7 @@ func TestDBFlagUnreachablePostgres(t *testing.T) {
 	u.Host = addr
 	for name, db := range map[string]string{
 		"refused":          u.String(),
+		"refused, plain":   "postgres://postgres:" + testPassword + "@" + addr + "/postgres",
 		"missing database": missingDB.String(),
 		"bad port":         "postgres://postgres:" + testPassword + "@127.0.0.1:99999999/x",
 	} {
@@ -125,4 +126,16 @@ func TestDBFlagUnreachablePostgres(t *testing.T) {
 			}
 		}
 	}
+}
+
+// --poll-only is for a Postgres --db: a bbolt file's one runner hears its
+// own enqueues.
+func TestRunPollOnlyNeedsPostgres(t *testing.T) {
+	e := newEnv(t)
+	if r := e.runProc("run", "--poll-only", "--until-idle"); r.code != exitUsage || !strings.Contains(r.stderr, "poll-only") {
+		t.Errorf("run --poll-only on a file: want exit 2 naming the flag, got:\n%s", r)
+	}
+	p := pgEnv(t)
+	p.ok("migrate")
+	p.okProc("run", "--poll-only", "--until-idle")
 }

@@ -31,6 +31,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	adminAddr := fs.String("admin", "", "also serve the admin API on TCP ADDR (needs --admin-token-file)")
 	tokenFile := fs.String("admin-token-file", "", "file holding the bearer token for --admin")
 	noSocket := fs.Bool("no-socket", false, "do not serve the admin API on the unix socket beside the database")
+	pollOnly := fs.Bool("poll-only", false, "with a postgres:// --db: find work by polling alone, without LISTEN (for PgBouncer in transaction mode)")
 	allow := fs.StringArray("allow-host", nil, "only send to these hosts (repeatable; exact or *.example.com)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
@@ -120,9 +121,16 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *pollOnly && !dbt.isURL() {
+		return &api.InvalidError{Field: "poll-only", Value: "true", Accepted: "with a postgres:// --db only (a bbolt file is worked by one process, which hears its own enqueues)"}
+	}
 	path := dbt.path
 	_, statErr := os.Stat(path)
-	client, err := api.Open(path, dbt.options(&api.Options{AllowHosts: *allow, Warn: m.Stderr, Direct: true}))
+	opts := dbt.options(&api.Options{AllowHosts: *allow, Warn: m.Stderr, Direct: true})
+	if opts.Postgres != nil {
+		opts.Postgres.PollOnly = *pollOnly
+	}
+	client, err := api.Open(path, opts)
 	if err != nil {
 		if dbt.isURL() {
 			return openDBError(dbt, err)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -39,6 +41,24 @@ type Options struct {
 	// CPUs if more). A runner needs about one per worker that is writing
 	// at a time.
 	MaxConns int32
+
+	// LocalClock stands for this machine's clock (time.Now when nil), the
+	// one Now adds the database's offset to: tests give it a skew. Its
+	// readings should carry a monotonic clock reading, as time.Now's do.
+	LocalClock func() time.Time
+	// ClockRefresh is how often the database's clock is measured again
+	// (DefaultClockRefresh when zero).
+	ClockRefresh time.Duration
+
+	// PollOnly opens no listening connection: Wakeups' channels never
+	// receive. For a pooler in transaction mode (PgBouncer), which does
+	// not keep a LISTEN's session. Writes still notify.
+	PollOnly bool
+
+	// BeforeCommit, when set, is called before each COMMIT with the
+	// backend process id of the transaction's connection: tests end that
+	// backend there, to see what a connection lost during a commit does.
+	BeforeCommit func(ctx context.Context, backendPID uint32)
 }
 
 func (o *Options) schema() string {
@@ -57,11 +77,24 @@ type DB struct {
 	secrets []string
 	q       queries
 	closed  atomic.Bool
+	clock   *clock
+	life    context.Context // ends with Close, and with it the background goroutines
+	end     context.CancelFunc
+	workers sync.WaitGroup // the background goroutines
+	notify  *notifier
+	wake    wakeups
+	// listenCfg is the listening connection's configuration, nil with
+	// Options.PollOnly.
+	listenCfg *pgx.ConnConfig
+
+	beforeCommit func(ctx context.Context, backendPID uint32)
 }
 
 var (
 	_ store.Store   = (*DB)(nil)
 	_ store.Located = (*DB)(nil)
+	_ store.Clock   = (*DB)(nil)
+	_ store.Wakeups = (*DB)(nil)
 )
 
 // Open connects to the database at url (a postgres:// URL or a keyword
@@ -91,10 +124,34 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		return nil, r.wrap(fmt.Errorf("store: open %s: %w", where, err))
 	}
 	db := &DB{pool: pool, schema: schema, where: where, secrets: r.secrets, q: newQueries(schema)}
+	db.life, db.end = context.WithCancel(context.Background())
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	db.beforeCommit = o.BeforeCommit
+	db.notify = &notifier{channel: channelName(schema), send: func(ctx context.Context) {
+		_, _ = pool.Exec(ctx, notifySQL, channelName(schema)) // a lost notification only delays work
+	}}
+	if !o.PollOnly {
+		db.listenCfg = cfg.ConnConfig.Copy()
+	}
+	db.clock = newClock(o.LocalClock)
 	if err := db.checkVersion(ctx); err != nil {
+		db.end()
 		pool.Close()
 		return nil, err
 	}
+	if err := db.clock.measure(ctx, pool); err != nil {
+		db.end()
+		pool.Close()
+		return nil, db.wrap(fmt.Errorf("store: open %s: read the server's clock: %w", db.where, err))
+	}
+	refresh := o.ClockRefresh
+	if refresh <= 0 {
+		refresh = DefaultClockRefresh
+	}
+	db.workers.Go(func() { db.refreshClock(refresh) })
 	return db, nil
 }
 
@@ -120,6 +177,10 @@ func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return nil
 	}
+	db.wake.close()
+	db.notify.close()
+	db.end()
+	db.workers.Wait()
 	db.pool.Close()
 	return nil
 }
@@ -136,15 +197,18 @@ func (db *DB) usable(ctx context.Context) error {
 }
 
 // wrap turns an error from the database into the store's: ErrClosed when
-// the handle was closed meanwhile, and never with the URL's password.
+// the handle was closed meanwhile, a *ConnectError when no connection
+// could be made, store.ErrUnavailable when the connection was lost (see
+// classify), and never with the URL's password.
 func (db *DB) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
+	err = classify(err, false)
 	if db.closed.Load() && !errors.Is(err, store.ErrClosed) {
 		err = fmt.Errorf("%w: %s: %w", store.ErrClosed, db.where, err)
 	}
-	return redactor{secrets: db.secrets}.wrap(err)
+	return asConnectError(redactor{secrets: db.secrets}.wrap(err), db.where)
 }
 
 // tx runs fn in a read committed transaction and commits it when fn
@@ -168,6 +232,7 @@ func (db *DB) txWith(ctx context.Context, o pgx.TxOptions, fn func(tx pgx.Tx) er
 	}
 	tx, err := db.pool.BeginTx(ctx, o)
 	if err != nil {
+		// Nothing was written: a lost connection is ErrUnavailable.
 		return db.wrap(fmt.Errorf("store: %s: %w", db.where, err))
 	}
 	// A no-op after Commit. Not under ctx: a rollback after ctx is
@@ -179,10 +244,24 @@ func (db *DB) txWith(ctx context.Context, o pgx.TxOptions, fn func(tx pgx.Tx) er
 			// The driver's or the server's error: say where.
 			err = fmt.Errorf("store: %s: %w", db.where, err)
 		}
+		if tx.Conn().PgConn().IsClosed() && ctx.Err() == nil {
+			// Before COMMIT nothing can have committed: the server
+			// rolls back a transaction whose connection ends.
+			err = &faultError{kind: store.ErrUnavailable, err: err}
+		}
 		return db.wrap(err)
 	}
+	if db.beforeCommit != nil {
+		db.beforeCommit(ctx, tx.Conn().PgConn().PID())
+	}
 	if err := tx.Commit(ctx); err != nil {
-		return db.wrap(fmt.Errorf("store: %s: commit: %w", db.where, err))
+		err = fmt.Errorf("store: %s: commit: %w", db.where, err)
+		if !errors.Is(err, pgx.ErrTxCommitRollback) {
+			// A COMMIT sent on a connection that then ended may have
+			// committed: store.ErrCommitUnknown.
+			err = classify(err, true)
+		}
+		return db.wrap(err)
 	}
 	return nil
 }

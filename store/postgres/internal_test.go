@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemrun/idemrun/store"
 )
@@ -108,5 +109,25 @@ func TestRedactor(t *testing.T) {
 	}
 	if loc := newRedactor("postgres://u@db.example:5432/app?sslmode=disable").location(); loc != "postgres://u@db.example:5432/app?sslmode=disable" {
 		t.Errorf("location of a URL without a password = %q; want it unchanged", loc)
+	}
+}
+
+// TestChannelName: a channel is a valid identifier of at most 63 bytes,
+// one for each schema, also of schemas that share a long prefix.
+func TestChannelName(t *testing.T) {
+	long := strings.Repeat("é", 31) // 62 bytes
+	seen := map[string]string{}
+	for _, s := range []string{"idemrun", `We"ird Schema`, long, long[:60] + "a", long[:60] + "b", strings.Repeat("x", 63)} {
+		c := channelName(s)
+		if len(c) > 63 || !utf8.ValidString(c) || !strings.HasPrefix(c, "idemrun.") {
+			t.Errorf("channelName(%q) = %q: want valid UTF-8 of at most 63 bytes, starting idemrun.", s, c)
+		}
+		if o, ok := seen[c]; ok {
+			t.Errorf("schemas %q and %q share channel %q", o, s, c)
+		}
+		seen[c] = s
+	}
+	if c := channelName("idemrun"); c != "idemrun.idemrun" {
+		t.Errorf("channelName(idemrun) = %q; want the schema named in it", c)
 	}
 }

@@ -83,11 +83,13 @@ func Migrate(ctx context.Context, url string, opts *Options) error {
 	where := fmt.Sprintf("%s (schema %s)", r.location(), schema)
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return r.wrap(fmt.Errorf("store: migrate %s: %w", where, err))
+		return asConnectError(r.wrap(fmt.Errorf("store: migrate %s: %w", where, err)), where)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if err := migrate(ctx, conn, schema); err != nil {
-		return r.wrap(fmt.Errorf("store: migrate %s: %w", where, err))
+		// Each migration commits with its record: Migrate is run again
+		// after any failure, so a lost connection is ErrUnavailable.
+		return r.wrap(classify(fmt.Errorf("store: migrate %s: %w", where, err), false))
 	}
 	return nil
 }

@@ -13,7 +13,8 @@ import (
 
 // transition is the one shape of every manual change: the job is locked
 // and read, fn changes a copy, the change is checked against the
-// transition table and the rules of what never changes, and written.
+// transition table and the rules of what never changes, and written. A
+// change that makes the job pending is announced to listeners.
 func (db *DB) transition(ctx context.Context, id string, fn store.TransitionFunc) (*store.Job, error) {
 	if err := db.usable(ctx); err != nil {
 		return nil, err
@@ -23,7 +24,9 @@ func (db *DB) transition(ctx context.Context, id string, fn store.TransitionFunc
 		return nil, err
 	}
 	var out *store.Job
+	held := false
 	err = db.tx(ctx, func(tx pgx.Tx) error {
+		held = false
 		var rec []byte
 		err := tx.QueryRow(ctx, db.q.jobByIDLocked, sid).Scan(&rec)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -62,10 +65,16 @@ func (db *DB) transition(ctx context.Context, id string, fn store.TransitionFunc
 			return err
 		}
 		out = j
-		return nil
+		if j.State == store.StatePending && old.State != store.StatePending {
+			held, err = db.notify.inTx(ctx, tx)
+		}
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	if held {
+		db.notify.trail()
 	}
 	return out, nil
 }

@@ -1,0 +1,94 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/postgres"
+	"github.com/idemrun/idemrun/store/storetest"
+)
+
+// TestNotifyBurst: a burst of single enqueues sends far fewer
+// notifications than jobs, at most one per few milliseconds, yet a
+// claimer that claims only when woken claims every job without polling:
+// the last enqueue is announced after it committed.
+func TestNotifyBurst(t *testing.T) {
+	const n = 1000
+	a, u, schema := newStore(t, nil)
+	b := openStore(t, u, &postgres.Options{Schema: schema})
+	conn := connect(t, u)
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{b.Channel()}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	var notes atomic.Int64
+	countCtx, stopCounting := context.WithCancel(ctx)
+	counted := make(chan struct{})
+	t.Cleanup(func() { stopCounting(); <-counted }) // before conn closes
+	go func() {
+		defer close(counted)
+		for {
+			if _, err := conn.WaitForNotification(countCtx); err != nil {
+				return
+			}
+			notes.Add(1)
+		}
+	}()
+
+	ch := a.Wakeups(ctx)
+	if !received(t, ch, 5*time.Second) {
+		t.Fatalf("no wakeup once the handle listens")
+	}
+	now := storetest.T0()
+	claimed := make(chan int, 1)
+	claimCtx, stopClaiming := context.WithTimeout(ctx, 60*time.Second)
+	claimerDone := make(chan struct{})
+	t.Cleanup(func() { stopClaiming(); <-claimerDone }) // before a closes
+	go func() {
+		defer close(claimerDone)
+		total := 0
+		defer func() { claimed <- total }()
+		for total < n {
+			select {
+			case <-ch:
+			case <-claimCtx.Done():
+				return
+			}
+			cs, err := a.ClaimDue(claimCtx, store.ClaimRequest{State: store.StatePending, Now: now, Limit: n})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			total += len(cs)
+		}
+	}()
+
+	start := time.Now()
+	for i := range n {
+		if _, err := b.Enqueue(ctx, storetest.NewJob(fmt.Sprintf("burst-%04d", i), now)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	select {
+	case total := <-claimed:
+		if total != n {
+			t.Fatalf("the woken claimer claimed %d of %d jobs", total, n)
+		}
+	case <-time.After(took + 2*time.Second):
+		t.Fatalf("the woken claimer had not claimed every job 2 s after the burst: a commit was not announced after it")
+	}
+	time.Sleep(100 * time.Millisecond) // the last notifications in flight
+	stopCounting()
+	<-counted
+	got := notes.Load()
+	t.Logf("%d enqueues in %v sent %d notifications", n, took, got)
+	if got < 1 || got > n/4 || got > int64(took/(5*time.Millisecond))+2 {
+		t.Errorf("%d enqueues in %v sent %d notifications; want far fewer, at most one per 5 ms", n, took, got)
+	}
+}
