@@ -124,11 +124,12 @@ func TestClusterChaos(t *testing.T) {
 }
 
 // TestClusterCommitCuts: the nodes reach Postgres through a proxy that
-// cuts the connection right after forwarding one COMMIT in fifty: the
+// cuts the connection right after forwarding one COMMIT in twenty: the
 // server commits and the node never hears it (a network or host failure
 // at the worst moment), on claims, chained claims, outcome writes and
-// rescues alike. Nodes are killed as in TestClusterChaos. At the target:
-// 0 duplicates, 0 lost, every job succeeded.
+// rescues alike. Nodes are killed twice only: a kill rescues the jobs its
+// node stranded, which would hide a node that strands them. At the
+// target: 0 duplicates, 0 lost, every job succeeded.
 func TestClusterCommitCuts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test starts real processes; skipped with -short")
@@ -138,7 +139,6 @@ func TestClusterCommitCuts(t *testing.T) {
 	// hears leaves the claimed job running, owned by a live node that does
 	// not know it has it and spares it from its own rescues, until that
 	// node stops. Remove this skip with the fix.
-	t.Skip("known bug: a claim whose commit outcome is unknown strands its job in running until its node stops")
 	bin := buildBinary(t)
 	url, schema := pgtest.Schema(t)
 	seed := uint64(time.Now().UnixNano())
@@ -147,7 +147,7 @@ func TestClusterCommitCuts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proxy.Close()
-	proxy.SetCutAfterCommit(0.02)
+	proxy.SetCutAfterCommit(0.05)
 	f := faketarget.Faults{
 		LoseResponse:    0.08,
 		Busy503:         0.05,
@@ -159,7 +159,7 @@ func TestClusterCommitCuts(t *testing.T) {
 		StatusHang:      1200 * time.Millisecond,
 		Latency:         20 * time.Millisecond,
 	}
-	const jobs, kills = 300, 6
+	const jobs, kills = 300, 2
 	var log syncBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 70*time.Second)
 	defer cancel()
