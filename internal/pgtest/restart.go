@@ -21,12 +21,22 @@ import (
 // The new server is started by Restart itself, not by `pg_ctl restart`:
 // pg_ctl would detach it from this process, so it would not die with a
 // test binary killed on a timeout, and Stop could not reach it.
-func (s *Server) Restart(ctx context.Context) error {
+func (s *Server) Restart(ctx context.Context) error { return s.RestartAfter(ctx, 0) }
+
+// RestartAfter is Restart with the server down for the pause between its
+// crash and its start: an outage longer than the clients' leases or
+// timeouts. ctx bounds the pause too.
+func (s *Server) RestartAfter(ctx context.Context, pause time.Duration) error {
 	if s.cmd == nil {
 		return errors.New("pgtest: restart: the server is not running")
 	}
 	if err := s.stopImmediate(ctx); err != nil {
 		return err
+	}
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("pgtest: restart: the server is down: %w", ctx.Err())
+	case <-time.After(pause):
 	}
 	// Postgres listens with SO_REUSEADDR, so its own port is free again at
 	// once; another process may still take it meanwhile: then try again

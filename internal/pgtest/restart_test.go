@@ -74,3 +74,37 @@ func TestRestartBounded(t *testing.T) {
 	}
 	// The server may be down or up now; Stop (the cleanup) copes with both.
 }
+
+// TestRestartAfter: the server is down for the pause, then answers again.
+func TestRestartAfter(t *testing.T) {
+	s := pgtest.Private(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const pause = 1500 * time.Millisecond
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- s.RestartAfter(ctx, pause) }()
+	refused := false
+	for try := 0; try < 30 && !refused; try++ {
+		cctx, ccancel := context.WithTimeout(ctx, time.Second)
+		c, err := pgx.Connect(cctx, s.URL)
+		ccancel()
+		if err != nil {
+			refused = true
+			break
+		}
+		c.Close(ctx)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); !refused || took < pause {
+		t.Errorf("refused a connection during the pause: %v; RestartAfter took %s, want at least %s", refused, took, pause)
+	}
+	c, err := pgx.Connect(ctx, s.URL)
+	if err != nil {
+		t.Fatalf("after the pause: %v", err)
+	}
+	c.Close(ctx)
+}
