@@ -30,22 +30,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestClusterChaos: three runner processes share a Postgres database; one
-// at a time is killed with SIGKILL at random moments and started again,
-// and halfway the database itself crashes (pg_ctl stop -m immediate) and
-// comes back. The target does not deduplicate and loses responses,
-// commits slowly, answers 503 and fails after committing. Every job must
-// end succeeded, each payment created once, counted at the target.
-func TestClusterChaos(t *testing.T) {
-	if testing.Short() {
-		t.Skip("chaos test starts real processes; skipped with -short")
-	}
-	bin := buildBinary(t)
-	srv := pgtest.Private(t) // its own: the test crash-restarts it
-	// Faults no job can exhaust within 8 attempts and 40 status queries
-	// but by a run of bad luck far below one in a million: every job
-	// ends succeeded.
-	f := faketarget.Faults{
+// clusterFaults is a fault mix no job can exhaust within 8 attempts and
+// 40 status queries but by a run of bad luck far below one in a million:
+// every job ends succeeded.
+func clusterFaults() faketarget.Faults {
+	return faketarget.Faults{
 		LoseResponse:       0.12,
 		Busy503:            0.08,
 		TooMany429:         0.03,
@@ -59,6 +48,21 @@ func TestClusterChaos(t *testing.T) {
 		StatusHang:         1200 * time.Millisecond,
 		Latency:            20 * time.Millisecond,
 	}
+}
+
+// TestClusterChaos: three runner processes share a Postgres database; one
+// at a time is killed with SIGKILL at random moments and started again,
+// and halfway the database itself crashes (pg_ctl stop -m immediate) and
+// comes back. The target does not deduplicate and loses responses,
+// commits slowly, answers 503 and fails after committing. Every job must
+// end succeeded, each payment created once, counted at the target.
+func TestClusterChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos test starts real processes; skipped with -short")
+	}
+	bin := buildBinary(t)
+	srv := pgtest.Private(t) // its own: the test crash-restarts it
+	f := clusterFaults()
 	const jobs, kills = 300, 8
 	var log syncBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 70*time.Second)
@@ -203,5 +207,70 @@ func TestClusterCommitCuts(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("node logs:\n%s", tail(log.String(), 6000))
+	}
+}
+
+// TestClusterOutage: the database is down for twice the nodes' lease
+// (crashed, then started 4 s later) while they work. Every lease has
+// expired when it returns: a node whose heartbeat is then refused stops
+// (runner lease lost) and is started again, and the first to beat
+// rescues the others' jobs into unknown. No other exit is allowed; at the
+// target: 0 duplicates, 0 lost, every job succeeded.
+func TestClusterOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos test starts real processes; skipped with -short")
+	}
+	bin := buildBinary(t)
+	srv := pgtest.Private(t)
+	f := clusterFaults()
+	const jobs, kills, ttl = 300, 4, 2 * time.Second
+	var log syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 70*time.Second)
+	defer cancel()
+	seed := uint64(time.Now().UnixNano())
+	start := time.Now()
+	sum, err := Run(ctx, Config{
+		Binary:       bin,
+		DB:           srv.URL,
+		Nodes:        3,
+		Jobs:         jobs,
+		Kills:        kills,
+		Workers:      8,
+		LeaseTTL:     ttl,
+		Faults:       &f,
+		Seed:         seed,
+		KillAfterMin: 200 * time.Millisecond,
+		KillAfterMax: 900 * time.Millisecond,
+		Timeout:      55 * time.Second,
+		RunnerLog:    &log,
+		MidRun: func(ctx context.Context) error {
+			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			return srv.RestartAfter(rctx, 2*ttl)
+		},
+	})
+	if err != nil {
+		t.Fatalf("outage run (seed %d): %v\nnode logs:\n%s", seed, err, tail(log.String(), 20000))
+	}
+	var out bytes.Buffer
+	PrintSummary(&out, sum)
+	t.Logf("seed %d, %s:\n%s", seed, time.Since(start).Round(100*time.Millisecond), out.String())
+	if len(sum.Duplicates) != 0 || len(sum.Lost) != 0 || len(sum.Violations) != 0 {
+		t.Errorf("duplicates %v, lost %v, false end states %v", sum.Duplicates, sum.Lost, sum.Violations)
+	}
+	for k, lines := range sum.Evidence {
+		t.Errorf("evidence for %s:\n  %s", k, strings.Join(lines, "\n  "))
+	}
+	if sum.ByState["succeeded"] != jobs || sum.Creates != jobs {
+		t.Errorf("succeeded %d and created at the target %d, want %d each; by state %v; other ends:\n  %s",
+			sum.ByState["succeeded"], sum.Creates, jobs, sum.ByState, strings.Join(sum.OtherEnds, "\n  "))
+	}
+	for _, e := range sum.NodeExits {
+		if !strings.Contains(e, "runner lease lost") {
+			t.Errorf("a node exited for a reason the outage does not explain: %s", e)
+		}
+	}
+	if t.Failed() {
+		t.Logf("node logs:\n%s", tail(log.String(), 20000))
 	}
 }
