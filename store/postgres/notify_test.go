@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ import (
 // claimer that claims only when woken claims every job without polling:
 // the last enqueue is announced after it committed.
 func TestNotifyBurst(t *testing.T) {
-	const n = 1000
+	const n, senders = 1000, 8
 	a, u, schema := newStore(t, nil)
 	b := openStore(t, u, &postgres.Options{Schema: schema})
 	conn := connect(t, u)
@@ -68,13 +69,25 @@ func TestNotifyBurst(t *testing.T) {
 		}
 	}()
 
+	// Single enqueues from several goroutines, as an application's
+	// request handlers send them.
 	start := time.Now()
-	for i := range n {
-		if _, err := b.Enqueue(ctx, storetest.NewJob(fmt.Sprintf("burst-%04d", i), now)); err != nil {
-			t.Fatal(err)
-		}
+	var wg sync.WaitGroup
+	for g := range senders {
+		wg.Go(func() {
+			for i := g; i < n; i += senders {
+				if _, err := b.Enqueue(ctx, storetest.NewJob(fmt.Sprintf("burst-%04d", i), now)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
 	}
+	wg.Wait()
 	took := time.Since(start)
+	if t.Failed() {
+		t.FailNow()
+	}
 	select {
 	case total := <-claimed:
 		if total != n {
