@@ -101,7 +101,9 @@ var (
 // string, as pgx reads them) and checks that its schema holds idemrun's
 // tables at this version. It creates nothing: a database without them is
 // refused with ErrNoSchema (Migrate creates them), one migrated by a newer
-// idemrun with ErrNewerSchema. No error names the URL's password.
+// idemrun with ErrNewerSchema; a connection that cannot be made is a
+// *ConnectError naming the problem. It reads the server's clock (Now).
+// No error names the URL's password.
 func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	schema := opts.schema()
 	if err := checkSchemaName(schema); err != nil {
@@ -226,6 +228,10 @@ func (db *DB) snapshot(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return db.txWith(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
+// txWith runs fn in a transaction of options o. Its errors say what the
+// caller may do: a connection lost before COMMIT is store.ErrUnavailable
+// (the server rolls the transaction back), one lost at a write's COMMIT
+// store.ErrCommitUnknown.
 func (db *DB) txWith(ctx context.Context, o pgx.TxOptions, fn func(tx pgx.Tx) error) error {
 	if err := db.usable(ctx); err != nil {
 		return err
@@ -258,8 +264,9 @@ func (db *DB) txWith(ctx context.Context, o pgx.TxOptions, fn func(tx pgx.Tx) er
 		err = fmt.Errorf("store: %s: commit: %w", db.where, err)
 		if !errors.Is(err, pgx.ErrTxCommitRollback) {
 			// A COMMIT sent on a connection that then ended may have
-			// committed: store.ErrCommitUnknown.
-			err = classify(err, true)
+			// committed: store.ErrCommitUnknown. A read-only one had
+			// nothing to commit.
+			err = classify(err, o.AccessMode != pgx.ReadOnly)
 		}
 		return db.wrap(err)
 	}
