@@ -133,7 +133,7 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	}
 	db.beforeCommit = o.BeforeCommit
 	db.notify = &notifier{channel: channelName(schema), send: func(ctx context.Context) {
-		_, _ = pool.Exec(ctx, notifySQL, channelName(schema)) // a lost notification only delays work
+		_, _ = pool.Exec(ctx, notifySQL, db.notify.channel) // a lost notification only delays work
 	}}
 	if !o.PollOnly {
 		db.listenCfg = cfg.ConnConfig.Copy()

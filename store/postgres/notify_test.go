@@ -105,3 +105,31 @@ func TestNotifyBurst(t *testing.T) {
 		t.Errorf("%d enqueues in %v sent %d notifications; want far fewer, at most one per 5 ms", n, took, got)
 	}
 }
+
+// TestNotifyCloseFlushes: an enqueue whose notification was held back
+// for the window is still announced when the handle closes before the
+// window ends.
+func TestNotifyCloseFlushes(t *testing.T) {
+	_, u, schema := newStore(t, nil)
+	b := openStore(t, u, &postgres.Options{Schema: schema})
+	conn := connect(t, u)
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{b.Channel()}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	now := storetest.T0()
+	for i := range 2 {
+		if _, err := b.Enqueue(ctx, storetest.NewJob(fmt.Sprintf("flush-%d", i), now)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for i := range 2 {
+		if _, err := conn.WaitForNotification(wctx); err != nil {
+			t.Fatalf("notification %d of the 2 enqueues: %v", i+1, err)
+		}
+	}
+}
