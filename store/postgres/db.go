@@ -174,7 +174,10 @@ func (db *DB) Location() string { return db.where }
 func (db *DB) Schema() string { return db.schema }
 
 // Close closes the handle's connections once the operations in flight on
-// them are done. Every write acknowledged before is committed already.
+// them are done. Every write acknowledged before is committed already,
+// and announced: a notification held back for its window is sent first.
+// Wakeups' channels close, and the listener and the clock's measurements
+// stop.
 func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return nil

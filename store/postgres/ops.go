@@ -95,7 +95,8 @@ func (db *DB) Cancel(ctx context.Context, id string, now time.Time, actor, note 
 }
 
 // Retry moves a failed job back to pending with the same key, a fresh
-// attempt budget and a fresh deadline.
+// attempt budget and a fresh deadline, and announces it to listeners
+// (Wakeups).
 func (db *DB) Retry(ctx context.Context, id string, now time.Time, actor, note string) (*store.Job, error) {
 	return db.transition(ctx, id, func(j *store.Job) error {
 		if j.State != store.StateFailed {
