@@ -4,6 +4,9 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DefaultClockRefresh is how often a handle measures the database's clock
@@ -46,15 +49,22 @@ func (c *clock) now() time.Time {
 	return a.server.Add(c.local().Sub(a.local))
 }
 
-// measure reads the server's clock clockSamples times through q and
-// keeps the reading of the shortest round trip.
-func (c *clock) measure(ctx context.Context, q querier) error {
+// measure reads the server's clock clockSamples times on one connection
+// of pool, taken first so that waiting for one is not in a round trip,
+// and keeps the reading of the shortest round trip.
+func (c *clock) measure(ctx context.Context, pool *pgxpool.Pool) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
 	var best *clockAnchor
 	var bestRTT time.Duration
 	for range clockSamples {
 		t0 := c.local()
 		var server time.Time
-		if err := q.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&server); err != nil {
+		// The simple protocol: one round trip, no statement to prepare.
+		if err := conn.QueryRow(ctx, `SELECT clock_timestamp()`, pgx.QueryExecModeSimpleProtocol).Scan(&server); err != nil {
 			return err
 		}
 		t1 := c.local()

@@ -101,7 +101,9 @@ var (
 // string, as pgx reads them) and checks that its schema holds idemrun's
 // tables at this version. It creates nothing: a database without them is
 // refused with ErrNoSchema (Migrate creates them), one migrated by a newer
-// idemrun with ErrNewerSchema. No error names the URL's password.
+// idemrun with ErrNewerSchema; a connection that cannot be made is a
+// *ConnectError naming the problem. It reads the server's clock (Now).
+// No error names the URL's password.
 func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	schema := opts.schema()
 	if err := checkSchemaName(schema); err != nil {
@@ -131,7 +133,7 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	}
 	db.beforeCommit = o.BeforeCommit
 	db.notify = &notifier{channel: channelName(schema), send: func(ctx context.Context) {
-		_, _ = pool.Exec(ctx, notifySQL, channelName(schema)) // a lost notification only delays work
+		_, _ = pool.Exec(ctx, notifySQL, db.notify.channel) // a lost notification only delays work
 	}}
 	if !o.PollOnly {
 		db.listenCfg = cfg.ConnConfig.Copy()
@@ -172,7 +174,10 @@ func (db *DB) Location() string { return db.where }
 func (db *DB) Schema() string { return db.schema }
 
 // Close closes the handle's connections once the operations in flight on
-// them are done. Every write acknowledged before is committed already.
+// them are done. Every write acknowledged before is committed already,
+// and announced: a notification held back for its window is sent first.
+// Wakeups' channels close, and the listener and the clock's measurements
+// stop.
 func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return nil
@@ -226,6 +231,10 @@ func (db *DB) snapshot(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return db.txWith(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
+// txWith runs fn in a transaction of options o. Its errors say what the
+// caller may do: a connection lost before COMMIT is store.ErrUnavailable
+// (the server rolls the transaction back), one lost at a write's COMMIT
+// store.ErrCommitUnknown.
 func (db *DB) txWith(ctx context.Context, o pgx.TxOptions, fn func(tx pgx.Tx) error) error {
 	if err := db.usable(ctx); err != nil {
 		return err
@@ -258,8 +267,9 @@ func (db *DB) txWith(ctx context.Context, o pgx.TxOptions, fn func(tx pgx.Tx) er
 		err = fmt.Errorf("store: %s: commit: %w", db.where, err)
 		if !errors.Is(err, pgx.ErrTxCommitRollback) {
 			// A COMMIT sent on a connection that then ended may have
-			// committed: store.ErrCommitUnknown.
-			err = classify(err, true)
+			// committed: store.ErrCommitUnknown. A read-only one had
+			// nothing to commit.
+			err = classify(err, o.AccessMode != pgx.ReadOnly)
 		}
 		return db.wrap(err)
 	}

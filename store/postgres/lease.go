@@ -40,7 +40,7 @@ func (db *DB) Register(ctx context.Context, r store.RunnerInfo, now time.Time, t
 	}
 	// One statement outside a transaction: a connection lost once it
 	// was sent leaves it unknown (store.ErrCommitUnknown), as a COMMIT.
-	tag, err := db.pool.Exec(ctx, db.q.register, r.ID, asciiJSON(info), nanos(now), nanos(now.Add(ttl)))
+	tag, err := db.pool.Exec(ctx, db.q.register, r.ID, string(asciiJSON(info)), nanos(now), nanos(now.Add(ttl)))
 	if err != nil {
 		return db.wrap(classify(fmt.Errorf("store: register runner %s in %s: %w", r.ID, db.where, err), true))
 	}

@@ -69,7 +69,8 @@ const migrationsTable = "idemrun_migrations"
 // brings them to this idemrun's version. It is idempotent, and safe when
 // several processes run it at once: they take turns under an advisory
 // lock, and each migration is one transaction with its record. A schema
-// migrated by a newer idemrun is left alone (ErrNewerSchema).
+// migrated by a newer idemrun is left alone (ErrNewerSchema). A
+// connection that cannot be made is a *ConnectError.
 func Migrate(ctx context.Context, url string, opts *Options) error {
 	schema := opts.schema()
 	if err := checkSchemaName(schema); err != nil {

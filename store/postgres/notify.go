@@ -58,13 +58,13 @@ type notifier struct {
 	inflight sync.WaitGroup // trailing notifications scheduled or sending
 }
 
-// inTx adds a notification to tx unless one was sent within the window.
-// It reports whether it held the notification back: the caller then
-// calls trail once tx has committed.
+// inTx adds a notification to tx unless one was sent within the window,
+// or a trailing one is about to be. It reports whether it held the
+// notification back: the caller then calls trail once tx has committed.
 func (n *notifier) inTx(ctx context.Context, tx pgx.Tx) (held bool, err error) {
 	n.mu.Lock()
 	now := time.Now()
-	held = !n.last.IsZero() && now.Sub(n.last) < notifyWindow
+	held = n.timer != nil || !n.last.IsZero() && now.Sub(n.last) < notifyWindow
 	if !held {
 		n.last = now
 	}

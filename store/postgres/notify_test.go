@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ import (
 // claimer that claims only when woken claims every job without polling:
 // the last enqueue is announced after it committed.
 func TestNotifyBurst(t *testing.T) {
-	const n = 1000
+	const n, senders = 1000, 8
 	a, u, schema := newStore(t, nil)
 	b := openStore(t, u, &postgres.Options{Schema: schema})
 	conn := connect(t, u)
@@ -68,13 +69,25 @@ func TestNotifyBurst(t *testing.T) {
 		}
 	}()
 
+	// Single enqueues from several goroutines, as an application's
+	// request handlers send them.
 	start := time.Now()
-	for i := range n {
-		if _, err := b.Enqueue(ctx, storetest.NewJob(fmt.Sprintf("burst-%04d", i), now)); err != nil {
-			t.Fatal(err)
-		}
+	var wg sync.WaitGroup
+	for g := range senders {
+		wg.Go(func() {
+			for i := g; i < n; i += senders {
+				if _, err := b.Enqueue(ctx, storetest.NewJob(fmt.Sprintf("burst-%04d", i), now)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
 	}
+	wg.Wait()
 	took := time.Since(start)
+	if t.Failed() {
+		t.FailNow()
+	}
 	select {
 	case total := <-claimed:
 		if total != n {
@@ -90,5 +103,33 @@ func TestNotifyBurst(t *testing.T) {
 	t.Logf("%d enqueues in %v sent %d notifications", n, took, got)
 	if got < 1 || got > n/4 || got > int64(took/(5*time.Millisecond))+2 {
 		t.Errorf("%d enqueues in %v sent %d notifications; want far fewer, at most one per 5 ms", n, took, got)
+	}
+}
+
+// TestNotifyCloseFlushes: an enqueue whose notification was held back
+// for the window is still announced when the handle closes before the
+// window ends.
+func TestNotifyCloseFlushes(t *testing.T) {
+	_, u, schema := newStore(t, nil)
+	b := openStore(t, u, &postgres.Options{Schema: schema})
+	conn := connect(t, u)
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{b.Channel()}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	now := storetest.T0()
+	for i := range 2 {
+		if _, err := b.Enqueue(ctx, storetest.NewJob(fmt.Sprintf("flush-%d", i), now)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for i := range 2 {
+		if _, err := conn.WaitForNotification(wctx); err != nil {
+			t.Fatalf("notification %d of the 2 enqueues: %v", i+1, err)
+		}
 	}
 }
