@@ -214,8 +214,9 @@ func TestClusterCommitCuts(t *testing.T) {
 // (crashed, then started 4 s later) while they work. Every lease has
 // expired when it returns: a node whose heartbeat is then refused stops
 // (runner lease lost) and is started again, and the first to beat
-// rescues the others' jobs into unknown. No other exit is allowed; at the
-// target: 0 duplicates, 0 lost, every job succeeded.
+// rescues the others' jobs into unknown. No exit the outage does not
+// explain is allowed; at the target: 0 duplicates, 0 lost, every job
+// succeeded.
 func TestClusterOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test starts real processes; skipped with -short")
@@ -265,8 +266,10 @@ func TestClusterOutage(t *testing.T) {
 		t.Errorf("succeeded %d and created at the target %d, want %d each; by state %v; other ends:\n  %s",
 			sum.ByState["succeeded"], sum.Creates, jobs, sum.ByState, strings.Join(sum.OtherEnds, "\n  "))
 	}
+	// A node started just before the crash may also meet it in the rescue
+	// it runs as it starts, which does not try again but ends the process.
 	for _, e := range sum.NodeExits {
-		if !strings.Contains(e, "runner lease lost") {
+		if !strings.Contains(e, "runner lease lost") && !strings.Contains(e, "runner: recovery: ") {
 			t.Errorf("a node exited for a reason the outage does not explain: %s", e)
 		}
 	}
