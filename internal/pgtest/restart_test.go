@@ -12,7 +12,8 @@ import (
 
 // TestRestart: a crash-restart ends the sessions open at the time, keeps
 // what was committed, drops what was not, and the server answers again at
-// the same URL.
+// the same URL; RestartAfter keeps it down for its pause; an ended
+// context bounds both. One server for all: each start costs an initdb.
 func TestRestart(t *testing.T) {
 	s := pgtest.Private(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -56,30 +57,23 @@ func TestRestart(t *testing.T) {
 	if n != 1 || sum != 1 {
 		t.Errorf("after the crash t holds %d rows summing to %d, want the committed row alone", n, sum)
 	}
-	// A second restart works as the first: the server is Restart's own.
-	if err := s.Restart(ctx); err != nil {
-		t.Fatalf("second restart: %v", err)
-	}
-}
-
-// TestRestartBounded: Restart gives up when its context ends instead of
-// waiting on a server that does not come back.
-func TestRestartBounded(t *testing.T) {
-	s := pgtest.Private(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
-	defer cancel()
-	<-ctx.Done()
-	if err := s.Restart(ctx); err == nil {
+	// Again, down for a pause: the server is Restart's own, and refuses
+	// connections while down.
+	restartAfter(t, ctx, s)
+	// An ended context: Restart gives up instead of waiting on a server
+	// that does not come back. The server may be down or up then; Stop
+	// (the cleanup) copes with both.
+	ended, cancelEnded := context.WithCancel(ctx)
+	cancelEnded()
+	if err := s.Restart(ended); err == nil {
 		t.Errorf("Restart with an ended context returned nil")
 	}
-	// The server may be down or up now; Stop (the cleanup) copes with both.
 }
 
-// TestRestartAfter: the server is down for the pause, then answers again.
-func TestRestartAfter(t *testing.T) {
-	s := pgtest.Private(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+// restartAfter checks RestartAfter: the server is down for the pause,
+// then answers again.
+func restartAfter(t *testing.T, ctx context.Context, s *pgtest.Server) {
+	t.Helper()
 	const pause = 1500 * time.Millisecond
 	start := time.Now()
 	done := make(chan error, 1)
