@@ -101,8 +101,10 @@ func TestNotifyBurst(t *testing.T) {
 	<-counted
 	got := notes.Load()
 	t.Logf("%d enqueues in %v sent %d notifications", n, took, got)
-	if got < 1 || got > n/4 || got > int64(took/(5*time.Millisecond))+2 {
-		t.Errorf("%d enqueues in %v sent %d notifications; want far fewer, at most one per 5 ms", n, took, got)
+	// The debounce's promise is a bound per window, whatever the load:
+	// how much fewer than the enqueues depends on how fast they came.
+	if got < 1 || got >= n || got > int64(took/(5*time.Millisecond))+2 {
+		t.Errorf("%d enqueues in %v sent %d notifications; want fewer than the enqueues, at most one per 5 ms", n, took, got)
 	}
 }
 
