@@ -397,3 +397,47 @@ func TestRunPausesClaimsWhileItsLeaseGoesUnrenewed(t *testing.T) {
 		t.Errorf("target got %d requests, want 2", n)
 	}
 }
+
+// failingRescues is a store whose first rescues fail, as a database that
+// restarts while a runner starts.
+type failingRescues struct {
+	*bolt.DB
+	fails atomic.Int32
+}
+
+func (f *failingRescues) Rescue(ctx context.Context, now time.Time, fn func(j *store.Job)) (int, error) {
+	if f.fails.Add(-1) >= 0 {
+		return 0, store.ErrUnavailable
+	}
+	return f.DB.Rescue(ctx, now, fn)
+}
+
+// A runner whose first recovery fails goes on working, and a later
+// heartbeat's rescue moves the jobs left running by a runner gone.
+func TestRunGoesOnWhenItsFirstRecoveryFails(t *testing.T) {
+	db := openStore(t)
+	tg := statusTarget(t, http.StatusCreated)
+	left := newJob(tg.URL(), func(j *store.Job) { j.StatusURL = tg.URL() + "/status/{key}" })
+	enqueue(t, db, left)
+	// Claimed by a tool without a lease and never finished: a runner gone.
+	if cs, err := db.ClaimDue(context.Background(), store.ClaimRequest{State: store.StatePending, Now: time.Now(), Limit: 1}); err != nil || len(cs) != 1 {
+		t.Fatalf("ClaimDue = %v, %v", cs, err)
+	}
+	fresh := newJob(tg.URL())
+	enqueue(t, db, fresh)
+	f := &failingRescues{DB: db}
+	f.fails.Store(1)
+	cfg := testConfig(t)
+	cfg.LeaseTTL = 300 * time.Millisecond
+	cfg.UntilIdle = true
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	if err := runner.New(f, cfg).Run(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run = %v (context %v); want it to go on after a failed first recovery", err, ctx.Err())
+	}
+	for _, id := range []string{left.ID, fresh.ID} {
+		if got := getJob(t, db, id); got.State != store.StateSucceeded {
+			t.Errorf("job %s ended %s, want succeeded", id, got.State)
+		}
+	}
+}

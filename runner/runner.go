@@ -408,7 +408,12 @@ func (r *Runner) Run(ctx context.Context) error {
 			// recovery runs again at the next start.
 			return nil
 		}
-		return fmt.Errorf("runner: recovery: %w", err)
+		if r.noteFailed(err) {
+			return fmt.Errorf("runner: recovery: %w", err)
+		}
+		// A store that did not answer (a database restarting): every
+		// heartbeat rescues again, and claims take no running job.
+		r.cfg.Logger.Error("recovery of expired runners' jobs failed; will try again at the next heartbeat", "err", err)
 	}
 	// Attempts get their own context: canceled only after the grace period.
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -766,6 +771,7 @@ func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 	// runner stops; then the job stays as claimed (running stays running)
 	// and recovery turns it unknown on the next start.
 	wait := 50 * time.Millisecond
+	unconfirmed := false // an earlier try's commit was not confirmed
 	var plan *store.NextClaim
 	if r.mayChain() {
 		r.claimGate.RLock()
@@ -796,9 +802,14 @@ func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 			return
 		}
 		if errors.Is(err, store.ErrFenced) {
+			if unconfirmed {
+				r.cfg.Logger.Info("outcome refused by the fence after a try whose commit was not confirmed: that try landed, or the job was rescued since", "job", c.Job.ID)
+				return
+			}
 			r.cfg.Logger.Warn("stale claim dropped", "job", c.Job.ID, "fence", c.Fence)
 			return
 		}
+		unconfirmed = unconfirmed || errors.Is(err, store.ErrCommitUnknown)
 		var te *store.TransitionError
 		if errors.As(err, &te) {
 			r.cfg.Logger.Error("outcome refused by the state machine", "job", c.Job.ID, "err", err)
