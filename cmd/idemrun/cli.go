@@ -130,6 +130,9 @@ func (m *Main) report(err error) int {
 		// idemrun database, or one another process holds (nothing written).
 		fmt.Fprintf(m.Stderr, "idemrun: %s\n", withHint(err))
 		return exitUsage
+	case errors.As(err, new(*stoppedError)):
+		fmt.Fprintf(m.Stderr, "idemrun: %s\n", withHint(err))
+		return exitFailure
 	case outcomeUnknown(err):
 		fmt.Fprintf(m.Stderr, "idemrun: %s\n", withHint(err))
 		return exitUnknown
@@ -145,6 +148,14 @@ func (m *Main) report(err error) int {
 func outcomeUnknown(err error) bool {
 	return errors.Is(err, api.ErrOutcomeUnknown) || errors.Is(err, api.ErrCommitUnknown)
 }
+
+// stoppedError is a runner that stopped on an error: exit 1, whatever
+// it wraps (a write of the runner whose outcome is unknown is not an
+// enqueue's exit 3; the runner recovers it when it starts again).
+type stoppedError struct{ err error }
+
+func (e *stoppedError) Error() string { return e.err.Error() }
+func (e *stoppedError) Unwrap() error { return e.err }
 
 // silentError carries an exit code for a failure already printed.
 type silentError struct{ code int }

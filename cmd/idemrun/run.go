@@ -201,7 +201,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 	logger.Info("runner started", "db", dbt.String(), "workers", *wf.workers, "pid", os.Getpid())
 	if err := r.Run(ctx); err != nil {
-		return err
+		return &stoppedError{err}
 	}
 	logger.Info("runner stopped")
 	return nil
