@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/idemrun/idemrun/store"
 )
 
 // The foundation contract: enqueue → list → show → stats → cancel with
@@ -562,5 +564,19 @@ func TestNoArgumentsIsAUsageError(t *testing.T) {
 	}
 	if r := e.run("help"); r.code != 0 || !strings.Contains(r.stdout, "usage:") {
 		t.Errorf("idemrun help: got\n%s\nwant exit 0, usage on stdout", r)
+	}
+}
+
+// A runner that stopped on a write whose commit was not confirmed exits
+// 1: exit 3 is an enqueue's unknown outcome.
+func TestReportStoppedRunner(t *testing.T) {
+	var stderr strings.Builder
+	m := &Main{Stderr: &stderr}
+	err := &stoppedError{fmt.Errorf("runner: lease: %w", store.ErrCommitUnknown)}
+	if code := m.report(err); code != exitFailure {
+		t.Errorf("report = %d, want %d (%s)", code, exitFailure, stderr.String())
+	}
+	if code := m.report(fmt.Errorf("enqueue: %w", store.ErrCommitUnknown)); code != exitUnknown {
+		t.Errorf("an enqueue's unknown commit: report = %d, want %d", code, exitUnknown)
 	}
 }
