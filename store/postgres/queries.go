@@ -46,13 +46,13 @@ func newQueries(schema string) queries {
 		tombsByKeys:   `SELECT key, job_id::text, updated_ns FROM {schema}.key_tombs WHERE key = ANY($1)`,
 		deleteJobs:    `DELETE FROM {schema}.jobs WHERE id = ANY($1)`,
 
-		due: `SELECT id::text, job FROM {schema}.jobs WHERE state = $1 AND sort_ns <= $2 AND NOT (id = ANY($3))
+		due: `SELECT id::text, job FROM {schema}.jobs WHERE state = $1 AND sort_ns <= $2 AND NOT (id = ANY($3)) AND host <> ALL($5)
 			ORDER BY sort_ns, id LIMIT $4 FOR UPDATE SKIP LOCKED`,
 		// The earliest due job of each claimable state, each through the
 		// index; the caller takes the earlier of the two.
-		nextDue: `WITH p AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'pending' AND sort_ns <= $1
+		nextDue: `WITH p AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'pending' AND sort_ns <= $1 AND host <> ALL($2)
 				ORDER BY sort_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED),
-			u AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'unknown' AND sort_ns <= $1
+			u AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'unknown' AND sort_ns <= $1 AND host <> ALL($2)
 				ORDER BY sort_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED)
 			SELECT * FROM p UNION ALL SELECT * FROM u`,
 
