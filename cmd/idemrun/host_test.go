@@ -190,4 +190,11 @@ func TestHostListEmpty(t *testing.T) {
 	if h := e.hostList()["api.example.com"]; h == nil || h["policy"] != nil {
 		t.Errorf("a host with a job and no policy: %v; want policy null", h)
 	}
+	// --schema names the schema as for every command.
+	if r := e.ok("host", "list", "--json", "--schema", e.schema); !strings.Contains(r.stdout, "api.example.com") {
+		t.Errorf("host list --schema %s:\n%s", e.schema, r)
+	}
+	if r := e.run("host", "pause", "api.example.com", "--schema", e.schema+"_none"); r.code != exitUsage || !strings.Contains(r.stderr, "idemrun migrate") {
+		t.Errorf("host pause on a schema without idemrun's tables: want exit 2 naming migrate, got:\n%s", r)
+	}
 }
