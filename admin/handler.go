@@ -10,8 +10,8 @@
 // the one enqueue schema, which enqueue --from lines use too. Error
 // answers are {"error": {"code": CODE, "message": TEXT}}, with CODE one
 // of invalid_input, not_found, key_conflict, illegal_transition,
-// unauthorized, too_large and internal: stable, scripts may match on
-// them.
+// unauthorized, too_large, not_offered and internal: stable, scripts may
+// match on them.
 package admin
 
 import (
@@ -64,6 +64,11 @@ func Handler(c *api.Client, o Options) http.Handler {
 	mux.HandleFunc("POST "+adminwire.PathJobs+"/{id}/retry", a.steer("retry"))
 	mux.HandleFunc("POST "+adminwire.PathJobs+"/{id}/resolve", a.steer("resolve"))
 	mux.HandleFunc("GET "+adminwire.PathStats, a.stats)
+	mux.HandleFunc("GET "+adminwire.PathHosts, a.hosts)
+	mux.HandleFunc("PUT "+adminwire.PathHosts+"/{host}", a.setHost)
+	mux.HandleFunc("DELETE "+adminwire.PathHosts+"/{host}", a.unsetHost)
+	mux.HandleFunc("POST "+adminwire.PathHosts+"/{host}/pause", a.hostAction("pause"))
+	mux.HandleFunc("POST "+adminwire.PathHosts+"/{host}/resume", a.hostAction("resume"))
 	mux.HandleFunc("GET "+adminwire.PathBackup, a.backup)
 	// GET patterns match HEAD too, and a HEAD of a backup would copy the
 	// whole file for nothing.
@@ -126,6 +131,8 @@ func errorCode(err error) (int, string) {
 		return http.StatusConflict, adminwire.CodeKeyConflict
 	case errors.Is(err, store.ErrIllegalTransition):
 		return http.StatusConflict, adminwire.CodeIllegalTransition
+	case errors.Is(err, api.ErrNotOffered):
+		return http.StatusNotImplemented, adminwire.CodeNotOffered
 	default:
 		return http.StatusInternalServerError, adminwire.CodeInternal
 	}

@@ -120,6 +120,8 @@ func (e *RemoteError) Is(target error) bool {
 		return target == store.ErrKeyConflict
 	case adminwire.CodeIllegalTransition:
 		return target == store.ErrIllegalTransition
+	case adminwire.CodeNotOffered:
+		return target == ErrNotOffered
 	}
 	return false
 }
@@ -426,6 +428,49 @@ func (r *remote) steer(ctx context.Context, op, id string, in adminwire.Steer) (
 	}
 	r.scrub(&j)
 	return &j, nil
+}
+
+// hostPolicies lists the host policies: the policies of the hosts list.
+func (r *remote) hostPolicies(ctx context.Context) ([]HostPolicy, error) {
+	hs, err := r.hosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []HostPolicy
+	for _, h := range hs {
+		if h.Policy != nil {
+			out = append(out, *h.Policy)
+		}
+	}
+	return out, nil
+}
+
+func (r *remote) hosts(ctx context.Context) ([]HostStatus, error) {
+	var out adminwire.Hosts[HostStatus]
+	if err := r.do(ctx, http.MethodGet, adminwire.PathHosts, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Hosts, nil
+}
+
+// hostPath is the path of host's policy.
+func hostPath(host string) string { return adminwire.PathHosts + "/" + pathSegment(host) }
+
+func (r *remote) setHost(ctx context.Context, host string, in adminwire.HostSet) (HostPolicy, error) {
+	var p HostPolicy
+	err := r.do(ctx, http.MethodPut, hostPath(host), in, &p)
+	return p, err
+}
+
+func (r *remote) unsetHost(ctx context.Context, host string) error {
+	return r.do(ctx, http.MethodDelete, hostPath(host), nil, nil)
+}
+
+// hostAction sends a pause or resume (op) of host.
+func (r *remote) hostAction(ctx context.Context, host, op string, in adminwire.Steer) (HostPolicy, error) {
+	var p HostPolicy
+	err := r.do(ctx, http.MethodPost, hostPath(host)+"/"+op, in, &p)
+	return p, err
 }
 
 // backup streams a consistent copy of the database into w.

@@ -98,3 +98,14 @@ func (e *DamagedNamesError) Error() string {
 }
 
 func (e *DamagedNamesError) Unwrap() error { return ErrCorrupt }
+
+// NoPolicyError says a host has no policy of its own (UnsetHostPolicy).
+// It matches ErrNotFound with errors.Is.
+type NoPolicyError struct{ Host string }
+
+func (e *NoPolicyError) Error() string {
+	return fmt.Sprintf("store: host %s has no policy of its own", e.Host)
+}
+
+// Is makes errors.Is(err, ErrNotFound) true.
+func (e *NoPolicyError) Is(target error) bool { return target == ErrNotFound }

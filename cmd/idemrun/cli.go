@@ -63,6 +63,7 @@ func commands() []command {
 		{"cancel", "cancel a pending job that cannot have had an effect", (*Main).cancel},
 		{"retry", "send a failed job again (same key)", (*Main).retry},
 		{"resolve", "end a needs_attention job as succeeded or failed", (*Main).resolve},
+		{"host", "traffic policies per target host: list, set, unset, pause, resume", (*Main).host},
 		{"run", "run the runner: send due jobs, retry, query status", (*Main).run},
 		{"watch", "live view of counts, rates and jobs needing a person", (*Main).watch},
 		{"backup", "write a consistent copy of the database", (*Main).backup},

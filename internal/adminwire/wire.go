@@ -29,6 +29,7 @@ const (
 	PathBatch  = "/v1/jobs/batch"
 	PathStats  = "/v1/stats"
 	PathBackup = "/v1/backup"
+	PathHosts  = "/v1/hosts" // GET lists; PUT and DELETE /v1/hosts/{host}; POST /v1/hosts/{host}/{pause,resume}
 )
 
 // Error codes of the admin API: stable, scripts may match on them.
@@ -39,6 +40,7 @@ const (
 	CodeIllegalTransition = "illegal_transition"
 	CodeUnauthorized      = "unauthorized"
 	CodeTooLarge          = "too_large"
+	CodeNotOffered        = "not_offered"
 	CodeInternal          = "internal"
 )
 
@@ -81,4 +83,20 @@ type Item[J any] struct {
 	Job      J      `json:"job,omitempty"`
 	Existing bool   `json:"existing,omitempty"`
 	Error    *Coded `json:"error,omitempty"`
+}
+
+// HostSet is the body of a PUT of a host's policy: the limits to change,
+// the others kept. Rate is in requests per second; Settle a duration as
+// Go writes it ("6s").
+type HostSet struct {
+	Rate        *float64 `json:"rate,omitempty"`
+	Burst       *int     `json:"burst,omitempty"`
+	Concurrency *int     `json:"concurrency,omitempty"`
+	Settle      *string  `json:"settle,omitempty"`
+	Actor       string   `json:"actor,omitempty"`
+}
+
+// Hosts is the answer to a list of hosts.
+type Hosts[H any] struct {
+	Hosts []H `json:"hosts"`
 }

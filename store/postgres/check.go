@@ -11,10 +11,11 @@ import (
 // Check verifies the stored data against idemrun's invariants, in one
 // snapshot: the schema is at this version; every job row decodes, and
 // its columns are the ones its job gives (id, key, state, times, fence,
-// attempts, owner); no key is both a job's and reserved, and no
-// reservation names a job that exists; the recorded sensitive names and
-// the leases decode. Postgres keeps its own structures sound; what is
-// checked here is what idemrun writes. It reads every row.
+// attempts, owner, host); no key is both a job's and reserved, and no
+// reservation names a job that exists; the recorded sensitive names,
+// the leases and the host policies decode. Postgres keeps its own
+// structures sound; what is checked here is what idemrun writes. It
+// reads every row.
 func (db *DB) Check() (store.CheckReport, error) {
 	var rep store.CheckReport
 	if err := db.usable(bg); err != nil {
@@ -41,7 +42,7 @@ func (db *DB) Check() (store.CheckReport, error) {
 		for rows.Next() {
 			var c cols
 			var sortNS int64
-			if err := rows.Scan(&c.id, &c.key, &c.state, &c.next, &c.updated, &c.fence, &c.attempts, &c.owner, &c.job, &sortNS); err != nil {
+			if err := rows.Scan(&c.id, &c.key, &c.state, &c.next, &c.updated, &c.fence, &c.attempts, &c.owner, &c.job, &c.host, &sortNS); err != nil {
 				rows.Close()
 				return err
 			}
@@ -63,6 +64,7 @@ func (db *DB) Check() (store.CheckReport, error) {
 				{"id", c.id, want.id}, {"key", c.key, want.key}, {"state", c.state, want.state},
 				{"next_run_ns", c.next, want.next}, {"updated_ns", c.updated, want.updated},
 				{"fence", c.fence, want.fence}, {"attempts", c.attempts, want.attempts}, {"owner", c.owner, want.owner},
+				{"host", c.host, want.host},
 				{"sort_ns", sortNS, sortNanos(j)},
 			} {
 				if d.got != d.want {
@@ -120,6 +122,24 @@ func (db *DB) Check() (store.CheckReport, error) {
 			}
 		}
 		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows, err = tx.Query(bg, db.q.hostPolicies)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var host string
+			var rec []byte
+			if err := rows.Scan(&host, &rec); err != nil {
+				return err
+			}
+			if _, err := decodePolicy(host, rec); err != nil {
+				add("%v", err)
+			}
+		}
 		return rows.Err()
 	})
 	return rep, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,6 +18,12 @@ import (
 // in this process or another, pass over each other's jobs instead of
 // waiting for them and never claim one twice; each is then rewritten as
 // claimed. The claim is committed when ClaimDue returns.
+//
+// Jobs of req.SkipHosts are passed over by the query itself, on the host
+// column, without reading their records. req.Admit is asked about a job
+// once its row is locked; a host it refuses is passed over for the rest
+// of the call, its other jobs not asked about, and a call passes over at
+// most 4×Limit jobs so.
 func (db *DB) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Claim, error) {
 	s := req.State
 	if s != store.StatePending && s != store.StateUnknown {
@@ -45,9 +52,14 @@ func (db *DB) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Cla
 		// jobs this transaction holds already (its own locks do not make
 		// SKIP LOCKED pass over them).
 		skip := []string{}
+		// Hosts Admit refused are passed over for the rest of the call
+		// (their jobs after the first are not asked about), and so many
+		// jobs passed over end the call: Admit is asked boundedly often.
+		hosts := skipList(req.SkipHosts)
+		passed := 0
 		b := &pgx.Batch{}
-		for len(out) < req.Limit {
-			rows, err := tx.Query(ctx, db.q.due, string(s), nanos(req.Now), skip, req.Limit-len(out))
+		for len(out) < req.Limit && passed < 4*req.Limit {
+			rows, err := tx.Query(ctx, db.q.due, string(s), nanos(req.Now), skip, req.Limit-len(out), hosts)
 			if err != nil {
 				return err
 			}
@@ -64,6 +76,11 @@ func (db *DB) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Cla
 				skip = append(skip, id)
 				if err != nil || j.ID != id {
 					bad++
+					continue
+				}
+				if req.Admit != nil && !admitted(req.Admit, store.ClaimHost(j), &hosts) {
+					bad++
+					passed++
 					continue
 				}
 				c, err := claimed(j, s, req.Now, req.Owner, req.Prepare)
@@ -170,7 +187,8 @@ func finishRecord(c store.Claim, fn store.TransitionFunc) (*store.Job, cols, err
 // fence, attempt, owner, and the state and time the claim wrote). With
 // next, the due pending or unknown job with the earliest NextRunAt is
 // claimed in the same transaction (SKIP LOCKED), so a worker's outcome
-// and its next claim cost one commit.
+// and its next claim cost one commit; its SkipHosts and Admit work as in
+// ClaimDue.
 func (db *DB) FinishClaim(ctx context.Context, c store.Claim, fn store.TransitionFunc, next *store.NextClaim) (*store.Job, *store.Claim, error) {
 	if err := db.usable(ctx); err != nil {
 		return nil, nil, err
@@ -230,13 +248,50 @@ func (db *DB) claimNext(ctx context.Context, tx pgx.Tx, next store.NextClaim) (*
 			return nil, err
 		}
 	}
-	type cand struct {
-		s    store.State
-		sort int64
-		job  *store.Job
+	hosts := skipList(next.SkipHosts)
+	// Bounded: each round that Admit refuses passes over one or two
+	// hosts more.
+	for range 4 {
+		pick, err := db.nextCandidates(ctx, tx, next, &hosts)
+		if err != nil || pick == nil {
+			return nil, err
+		}
+		if pick.job == nil {
+			continue // refused by Admit: ask again past its hosts
+		}
+		prepare := next.Pending
+		if pick.s == store.StateUnknown {
+			prepare = next.Unknown
+		}
+		col, err := claimed(pick.job, pick.s, next.Now, next.Owner, prepare)
+		if err != nil {
+			// The finish stands: leave the job to ClaimDue, which reports it.
+			return nil, nil
+		}
+		if _, err := tx.Exec(ctx, db.q.update, col.updateArgs()...); err != nil {
+			return nil, err
+		}
+		cl := store.ClaimOf(pick.job)
+		return &cl, nil
 	}
-	var cands []cand
-	rows, err := tx.Query(ctx, db.q.nextDue, nanos(next.Now))
+	return nil, nil
+}
+
+// candidate is a due job claimNext may claim, as locked.
+type candidate struct {
+	s    store.State
+	sort int64
+	job  *store.Job
+}
+
+// nextCandidates locks the earliest due pending and unknown job whose
+// host is not in hosts, and returns the earlier one Admit takes (pending
+// first on a tie). It returns nil when nothing is due, and a candidate
+// without a job when Admit refused them all (their hosts are then added
+// to hosts).
+func (db *DB) nextCandidates(ctx context.Context, tx pgx.Tx, next store.NextClaim, hosts *[]string) (*candidate, error) {
+	var cands []candidate
+	rows, err := tx.Query(ctx, db.q.nextDue, nanos(next.Now), *hosts)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +307,7 @@ func (db *DB) claimNext(ctx context.Context, tx pgx.Tx, next store.NextClaim) (*
 		if err != nil || j.ID != id {
 			continue // damaged: Check reports it; ClaimDue passes over it too
 		}
-		cands = append(cands, cand{store.State(s), sort, j})
+		cands = append(cands, candidate{store.State(s), sort, j})
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -261,22 +316,33 @@ func (db *DB) claimNext(ctx context.Context, tx pgx.Tx, next store.NextClaim) (*
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	pick := cands[0]
-	if len(cands) == 2 && cands[1].sort < pick.sort {
-		pick = cands[1]
+	if len(cands) == 2 && cands[1].sort < cands[0].sort {
+		cands[0], cands[1] = cands[1], cands[0]
 	}
-	prepare := next.Pending
-	if pick.s == store.StateUnknown {
-		prepare = next.Unknown
+	for i := range cands {
+		if next.Admit == nil || admitted(next.Admit, store.ClaimHost(cands[i].job), hosts) {
+			return &cands[i], nil
+		}
 	}
-	col, err := claimed(pick.job, pick.s, next.Now, next.Owner, prepare)
-	if err != nil {
-		// The finish stands: leave the job to ClaimDue, which reports it.
-		return nil, nil
+	return &candidate{}, nil
+}
+
+// skipList is hosts as a claim query's array: never nil, which the
+// database would take for NULL, and a copy, so hosts refused later are
+// added to it alone.
+func skipList(hosts []string) []string {
+	return append([]string{}, hosts...)
+}
+
+// admitted asks admit about host unless it refused it already in this
+// call (it is then in skip); a refused host is added to skip.
+func admitted(admit func(string) bool, host string, skip *[]string) bool {
+	if slices.Contains(*skip, host) {
+		return false
 	}
-	if _, err := tx.Exec(ctx, db.q.update, col.updateArgs()...); err != nil {
-		return nil, err
+	if admit(host) {
+		return true
 	}
-	cl := store.ClaimOf(pick.job)
-	return &cl, nil
+	*skip = append(*skip, host)
+	return false
 }

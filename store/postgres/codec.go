@@ -93,6 +93,8 @@ type cols struct {
 	attempts       int64
 	owner          string
 	job            []byte
+	// host is store.ClaimHost of the job: claims skip hosts by it.
+	host string
 }
 
 // colsOf encodes j and the columns that copy its fields.
@@ -108,6 +110,7 @@ func colsOf(j *store.Job) (cols, error) {
 		id: j.ID, key: j.Key, state: string(j.State),
 		next: nanos(j.NextRunAt), updated: nanos(j.UpdatedAt),
 		fence: int64(j.Fence), attempts: int64(j.Attempts), owner: j.Owner, job: rec,
+		host: store.ClaimHost(j),
 	}, nil
 }
 
@@ -118,12 +121,12 @@ func colsOf(j *store.Job) (cols, error) {
 // updateArgs are the arguments of queries.update for c: id, then the
 // columns it sets.
 func (c cols) updateArgs() []any {
-	return []any{c.id, c.state, c.next, c.updated, c.fence, c.attempts, c.owner, string(c.job)}
+	return []any{c.id, c.state, c.next, c.updated, c.fence, c.attempts, c.owner, string(c.job), c.host}
 }
 
 // insertArgs are the arguments of queries.insert for c.
 func (c cols) insertArgs() []any {
-	return []any{c.id, c.key, c.state, c.next, c.updated, c.fence, c.attempts, c.owner, string(c.job)}
+	return []any{c.id, c.key, c.state, c.next, c.updated, c.fence, c.attempts, c.owner, string(c.job), c.host}
 }
 
 // The store's times are kept as Unix nanoseconds. Outside 1678–2262 they

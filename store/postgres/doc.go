@@ -13,8 +13,10 @@
 //
 //	jobs        one row per job: the whole store.Job as JSON, and copies of
 //	            the fields queries need (state, key, times, fence, attempts,
-//	            owner); an index on (state, sort time, id) serves claims,
-//	            lists, sweeps and rescues
+//	            owner, and the host a claim would send to, store.ClaimHost);
+//	            an index on (state, sort time, id) serves claims, lists,
+//	            sweeps and rescues
+//	hosts       host policies (store.HostPolicy as JSON), by host
 //	key_tombs   keys of deleted jobs, reserved until a sweep's key cutoff
 //	runners     runner leases
 //	meta        the recorded sensitive names

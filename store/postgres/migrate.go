@@ -96,10 +96,16 @@ func Migrate(ctx context.Context, url string, opts *Options) error {
 }
 
 func migrate(ctx context.Context, conn *pgx.Conn, schema string) error {
+	return migrateTo(ctx, conn, schema, SchemaVersion)
+}
+
+// migrateTo applies the migrations up to version to, no further (tests
+// make a schema of an earlier version with it).
+func migrateTo(ctx context.Context, conn *pgx.Conn, schema string, to int) error {
 	// Up to date (the common case: every runner migrates as it starts):
 	// nothing to lock or create, which a role without the right to
 	// create schemas could not do.
-	if v, err := schemaVersion(ctx, conn, schema); err != nil || v == SchemaVersion {
+	if v, err := schemaVersion(ctx, conn, schema); err != nil || v == to {
 		return err
 	}
 	key := lockKey("migrate", schema)
@@ -127,10 +133,15 @@ func migrate(ctx context.Context, conn *pgx.Conn, schema string) error {
 	if have > SchemaVersion {
 		return fmt.Errorf("%w: it is at version %d, this idemrun knows up to %d; upgrade idemrun", ErrNewerSchema, have, SchemaVersion)
 	}
-	for _, m := range migrations[have:] {
+	for _, m := range migrations[have:max(have, to)] {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, strings.ReplaceAll(m.sql, "{schema}", s)); err != nil {
 				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
+			if code := migrationCode[m.version]; code != nil {
+				if err := code(ctx, tx, s); err != nil {
+					return fmt.Errorf("migration %s: %w", m.name, err)
+				}
 			}
 			_, err := tx.Exec(ctx, `INSERT INTO `+table+` (version, name) VALUES ($1, $2)`, m.version, m.name)
 			return err

@@ -22,19 +22,21 @@ type queries struct {
 	listOldest, listOldestAfter                     string
 	names, lockMeta, putMeta                        string
 	checkJobs, checkTombKeys, checkTombIDs, runners string
+	hostPolicies, hostReserve, hostLocked           string
+	hostPut, hostDelete, hostCounts                 string
 }
 
-const jobCols = `id, key, state, next_run_ns, updated_ns, fence, attempts, owner, job`
+const jobCols = `id, key, state, next_run_ns, updated_ns, fence, attempts, owner, job, host`
 
 func newQueries(schema string) queries {
 	r := strings.NewReplacer("{schema}", pgx.Identifier{schema}.Sanitize())
 	q := queries{
-		insert: `INSERT INTO {schema}.jobs (` + jobCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
-		update: `UPDATE {schema}.jobs SET state = $2, next_run_ns = $3, updated_ns = $4, fence = $5, attempts = $6, owner = $7, job = $8 WHERE id = $1`,
+		insert: `INSERT INTO {schema}.jobs (` + jobCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
+		update: `UPDATE {schema}.jobs SET state = $2, next_run_ns = $3, updated_ns = $4, fence = $5, attempts = $6, owner = $7, job = $8, host = $9 WHERE id = $1`,
 		// A finish writes only over the record its claim wrote: the same
 		// fence, attempt and owner, and the claimed state and time.
-		finish: `UPDATE {schema}.jobs SET state = $2, next_run_ns = $3, updated_ns = $4, fence = $5, attempts = $6, owner = $7, job = $8
-			WHERE id = $1 AND fence = $9 AND attempts = $10 AND owner = $11 AND state IN ('running', 'unknown') AND state = $12 AND sort_ns = $13`,
+		finish: `UPDATE {schema}.jobs SET state = $2, next_run_ns = $3, updated_ns = $4, fence = $5, attempts = $6, owner = $7, job = $8, host = $9
+			WHERE id = $1 AND fence = $10 AND attempts = $11 AND owner = $12 AND state IN ('running', 'unknown') AND state = $13 AND sort_ns = $14`,
 
 		jobByID:       `SELECT job FROM {schema}.jobs WHERE id = $1`,
 		jobByIDLocked: `SELECT job FROM {schema}.jobs WHERE id = $1 FOR UPDATE`,
@@ -44,13 +46,13 @@ func newQueries(schema string) queries {
 		tombsByKeys:   `SELECT key, job_id::text, updated_ns FROM {schema}.key_tombs WHERE key = ANY($1)`,
 		deleteJobs:    `DELETE FROM {schema}.jobs WHERE id = ANY($1)`,
 
-		due: `SELECT id::text, job FROM {schema}.jobs WHERE state = $1 AND sort_ns <= $2 AND NOT (id = ANY($3))
+		due: `SELECT id::text, job FROM {schema}.jobs WHERE state = $1 AND sort_ns <= $2 AND NOT (id = ANY($3)) AND host <> ALL($5)
 			ORDER BY sort_ns, id LIMIT $4 FOR UPDATE SKIP LOCKED`,
 		// The earliest due job of each claimable state, each through the
 		// index; the caller takes the earlier of the two.
-		nextDue: `WITH p AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'pending' AND sort_ns <= $1
+		nextDue: `WITH p AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'pending' AND sort_ns <= $1 AND host <> ALL($2)
 				ORDER BY sort_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED),
-			u AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'unknown' AND sort_ns <= $1
+			u AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'unknown' AND sort_ns <= $1 AND host <> ALL($2)
 				ORDER BY sort_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED)
 			SELECT * FROM p UNION ALL SELECT * FROM u`,
 
@@ -91,6 +93,19 @@ func newQueries(schema string) queries {
 		checkTombKeys: `SELECT t.key, j.id::text FROM {schema}.key_tombs t JOIN {schema}.jobs j ON j.key = t.key`,
 		checkTombIDs:  `SELECT t.key, t.job_id::text FROM {schema}.key_tombs t JOIN {schema}.jobs j ON j.id = t.job_id`,
 		runners:       `SELECT id, info FROM {schema}.runners ORDER BY id`,
+
+		// Hosts in byte order, as store/bolt keeps them, whatever the
+		// database's collation.
+		hostPolicies: `SELECT host, policy FROM {schema}.hosts ORDER BY host COLLATE "C"`,
+		// A placeholder row, so a host without a policy is locked too;
+		// an update stores over it, a rollback takes it away.
+		hostReserve: `INSERT INTO {schema}.hosts (host, policy) VALUES ($1, 'null') ON CONFLICT DO NOTHING`,
+		hostLocked:  `SELECT policy FROM {schema}.hosts WHERE host = $1 FOR UPDATE`,
+		hostPut:     `UPDATE {schema}.hosts SET policy = $2 WHERE host = $1`,
+		hostDelete:  `DELETE FROM {schema}.hosts WHERE host = $1`,
+		hostCounts: `SELECT host, count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'unknown'),
+			count(*) FILTER (WHERE sort_ns <= $1) FROM {schema}.jobs WHERE state IN ('pending', 'unknown')
+			GROUP BY host ORDER BY host COLLATE "C"`,
 	}
 	for _, p := range q.all() {
 		*p = r.Replace(*p)
@@ -114,5 +129,7 @@ func (q *queries) all() []*string {
 		&q.listOldest, &q.listOldestAfter,
 		&q.names, &q.lockMeta, &q.putMeta,
 		&q.checkJobs, &q.checkTombKeys, &q.checkTombIDs, &q.runners,
+		&q.hostPolicies, &q.hostReserve, &q.hostLocked,
+		&q.hostPut, &q.hostDelete, &q.hostCounts,
 	}
 }

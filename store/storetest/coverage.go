@@ -8,7 +8,7 @@ import (
 	"github.com/idemrun/idemrun/store"
 )
 
-// methodTests names, for each method of store.Store, the contract tests
+// methodTests names, for each method of the contracts, the contract tests
 // that exercise its documented behaviour. A method added to the contract
 // fails EveryMethod until a test covers it here.
 var methodTests = map[string][]string{
@@ -33,30 +33,47 @@ var methodTests = map[string][]string{
 	"Deregister":  {"Leases", "RescueLeases"},
 	"Leases":      {"Leases", "RescueLeases"},
 	"Rescue":      {"RescueNoLeases", "RescueLeases", "ClaimExpiredOwner", "FinishFenced"},
-	"ClaimDue":    {"ClaimDueOrder", "ClaimDueUnknown", "ClaimDueConcurrent", "ClaimDueOwner", "ClaimExpiredOwner"},
-	"FinishClaim": {"Transitions", "FinishFenced", "FinishRefusals", "FinishStaleClaim", "FinishNext", "FinishNextConcurrent"},
+	"ClaimDue":    {"ClaimDueOrder", "ClaimDueUnknown", "ClaimDueConcurrent", "ClaimDueOwner", "ClaimExpiredOwner", "ClaimSkipHosts", "ClaimAdmit"},
+	"FinishClaim": {"Transitions", "FinishFenced", "FinishRefusals", "FinishStaleClaim", "FinishNext", "FinishNextConcurrent", "FinishNextHosts"},
+	// Hosts.
+	"HostPolicies":     {"HostPolicies", "HostPolicyConcurrent"},
+	"UpdateHostPolicy": {"HostPolicies", "HostPolicyConcurrent"},
+	"UnsetHostPolicy":  {"HostPolicies"},
 	// Store.
 	"Check": {"Check", "CountersMatchScan"},
 	"Close": {"Close"},
 }
 
-// testEveryMethod fails when a method of store.Store has no contract test
-// named in methodTests, or methodTests names a test the suite lacks.
+// contracts are the interfaces every backend implements: store.Store,
+// and store.Hosts until store.Store embeds it.
+var contracts = []reflect.Type{reflect.TypeFor[store.Store](), reflect.TypeFor[store.Hosts]()}
+
+// testEveryMethod fails when a method of the contracts has no contract
+// test named in methodTests, or methodTests names a test the suite lacks.
 func testEveryMethod(t *testing.T, _ func(t *testing.T) Store) {
 	var names []string
 	for _, tt := range suite() {
 		names = append(names, tt.name)
 	}
-	iface := reflect.TypeFor[store.Store]()
-	for i := range iface.NumMethod() {
-		m := iface.Method(i).Name
-		if len(methodTests[m]) == 0 {
-			t.Errorf("store.Store.%s has no contract test; add one and name it in methodTests", m)
+	has := func(m string) bool {
+		for _, iface := range contracts {
+			if _, ok := iface.MethodByName(m); ok {
+				return true
+			}
+		}
+		return false
+	}
+	for _, iface := range contracts {
+		for i := range iface.NumMethod() {
+			m := iface.Method(i).Name
+			if len(methodTests[m]) == 0 {
+				t.Errorf("%s.%s has no contract test; add one and name it in methodTests", iface, m)
+			}
 		}
 	}
 	for m, tests := range methodTests {
-		if _, ok := iface.MethodByName(m); !ok {
-			t.Errorf("methodTests names %s, which store.Store does not have", m)
+		if !has(m) {
+			t.Errorf("methodTests names %s, which no contract interface has", m)
 		}
 		for _, name := range tests {
 			if !slices.Contains(names, name) {

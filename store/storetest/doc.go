@@ -3,8 +3,9 @@
 // Run drives any backend through the same behaviour tests, in the manner of
 // River's riverdrivertest: the bbolt store runs it today and a future
 // Postgres backend runs it unchanged. It covers every method of the Store
-// interface with the behaviour its documentation states (EveryMethod fails
-// when a method has no test), and nothing a backend is free to choose. The
+// and Hosts interfaces with the behaviour their documentation states
+// (EveryMethod fails when a method has no test), and nothing a backend is
+// free to choose; a backend without Hosts yet skips the host cases. The
 // suite uses only the Store interface, explicit times (no clock) and
 // seeded randomness, so every run gives the same answer.
 //

@@ -71,6 +71,12 @@ func suite() []suiteTest {
 		{"Check", testCheck},
 		{"Close", testClose},
 		{"CountersMatchScan", testCountersMatchScan},
+		{"HostPolicies", testHostPolicies},
+		{"HostPolicyConcurrent", testHostPolicyConcurrent},
+		{"HostCounts", testHostCounts},
+		{"ClaimSkipHosts", testClaimSkipHosts},
+		{"ClaimAdmit", testClaimAdmit},
+		{"FinishNextHosts", testFinishNextHosts},
 	}
 }
 
