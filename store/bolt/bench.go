@@ -79,7 +79,7 @@ func (db *DB) Seed(ctx context.Context, jobs []*store.Job) error {
 			keys[j.Key], ids[string(id)] = true, true
 		}
 		for i, j := range jobs {
-			if err := b.insert(j, recs[i]); err != nil {
+			if err := b.insert(j, recs[i], indexValue(j)); err != nil {
 				return fatal(err)
 			}
 		}

@@ -56,6 +56,7 @@ func (db *DB) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Cla
 // exactly the one read.
 type candidate struct {
 	id, old, rec []byte
+	ival         []byte // the claimed job's index value
 	sid          string // id as the index names it: the claiming mark
 	job          *store.Job
 }
@@ -69,7 +70,7 @@ func (c *candidate) claimIn(b buckets) (*store.Claim, error) {
 		return nil, nil
 	}
 	oh, _ := parseHead(v)
-	if err := b.replaceRaw(c.id, oh, c.rec); err != nil {
+	if err := b.replaceRaw(c.id, oh, c.rec, c.ival); err != nil {
 		return nil, err
 	}
 	cl := store.ClaimOf(c.job)
@@ -133,10 +134,16 @@ func (db *DB) prepareClaims(ctx context.Context, req store.ClaimRequest) ([]cand
 		b := bucketsOf(tx)
 		prefix := stateByte[s]
 		bound := dueBound(s, req.Now)
+		f := newHostFilter(req.SkipHosts, req.Admit)
+		passed := 0 // entries passed over for their host
 		c := b.index.Cursor()
-		for k, _ := c.Seek([]byte{prefix}); k != nil && k[0] == prefix && len(cands) < req.Limit; k, _ = c.Next() {
+		for k, v := c.Seek([]byte{prefix}); k != nil && k[0] == prefix && len(cands) < req.Limit && passed < claimScan; k, v = c.Next() {
 			if bytes.Compare(k[:9], bound) > 0 {
 				break
+			}
+			if h, ok := entryHost(v); ok && f != nil && f.skips(h) {
+				passed++
+				continue
 			}
 			id := append([]byte(nil), k[9:]...)
 			sid := uuid.UUID(id).String()
@@ -144,15 +151,34 @@ func (db *DB) prepareClaims(ctx context.Context, req store.ClaimRequest) ([]cand
 				continue
 			}
 			cur = sid
-			v := b.jobs.Get(id)
+			rv := b.jobs.Get(id)
 			var j *store.Job
-			if v != nil {
-				j, _ = DecodeRecord(v)
+			if rv != nil {
+				j, _ = DecodeRecord(rv)
 			}
 			if j == nil {
 				db.claiming.Delete(sid)
 				cur = ""
 				continue // a damaged index entry or record must not stop the other jobs; Check reports it
+			}
+			var host []byte
+			if f != nil {
+				_, tagged := entryHost(v)
+				host = hostOf(v, j)
+				if (!tagged && f.skips(host)) || !f.admits(host) {
+					db.claiming.Delete(sid)
+					cur = ""
+					passed++
+					continue
+				}
+			}
+			var ival []byte
+			if s == store.StateUnknown {
+				// A claimed unknown job stays due, under the same host.
+				if host == nil {
+					host = hostOf(v, j)
+				}
+				ival = hostValue(host)
 			}
 			rec, err := claimed(j, s, req.Now, req.Owner, req.Prepare)
 			if err != nil {
@@ -160,7 +186,7 @@ func (db *DB) prepareClaims(ctx context.Context, req store.ClaimRequest) ([]cand
 				cur = ""
 				return err
 			}
-			cands = append(cands, candidate{id: id, old: append([]byte(nil), v...), rec: rec, sid: sid, job: j})
+			cands = append(cands, candidate{id: id, old: append([]byte(nil), rv...), rec: rec, ival: ival, sid: sid, job: j})
 			cur = ""
 		}
 		return nil
@@ -193,35 +219,42 @@ func claimed(j *store.Job, s store.State, now time.Time, owner string, prepare s
 	return encodeJob(j)
 }
 
+// finished is a finish prepared outside the writer: the changed job, its
+// id bytes, its record and its index value.
+type finished struct {
+	job           *store.Job
+	id, rec, ival []byte
+}
+
 // finishRecord applies fn to a copy of the claimed job, checks the change
 // and encodes it, all outside the writer.
-func finishRecord(c store.Claim, fn store.TransitionFunc) (*store.Job, []byte, []byte, error) {
+func finishRecord(c store.Claim, fn store.TransitionFunc) (finished, error) {
 	old := c.Job
 	j := old.Clone()
 	if err := fn(j); err != nil {
-		return nil, nil, nil, err
+		return finished{}, err
 	}
 	if old.State != store.StateRunning && old.State != store.StateUnknown {
-		return nil, nil, nil, &store.TransitionError{JobID: old.ID, From: old.State, To: j.State, Why: "only a claimed job (running, or unknown under a status query) is finished by its claim"}
+		return finished{}, &store.TransitionError{JobID: old.ID, From: old.State, To: j.State, Why: "only a claimed job (running, or unknown under a status query) is finished by its claim"}
 	}
 	if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence || j.Owner != old.Owner {
-		return nil, nil, nil, fmt.Errorf("store: job %s: id, key, fence and owner never change in a finish", old.ID)
+		return finished{}, fmt.Errorf("store: job %s: id, key, fence and owner never change in a finish", old.ID)
 	}
 	if !store.SameRequest(old, j) {
-		return nil, nil, nil, fmt.Errorf("store: job %s: %w", old.ID, errRequestChanged)
+		return finished{}, fmt.Errorf("store: job %s: %w", old.ID, errRequestChanged)
 	}
 	if j.State != old.State && !store.Legal(old.State, j.State) {
-		return nil, nil, nil, &store.TransitionError{JobID: j.ID, From: old.State, To: j.State}
+		return finished{}, &store.TransitionError{JobID: j.ID, From: old.State, To: j.State}
 	}
 	rec, err := encodeJob(j)
 	if err != nil {
-		return nil, nil, nil, err
+		return finished{}, err
 	}
 	id, err := idBytes(j.ID)
 	if err != nil {
-		return nil, nil, nil, err
+		return finished{}, err
 	}
-	return j, id, rec, nil
+	return finished{job: j, id: id, rec: rec, ival: indexValue(j)}, nil
 }
 
 // finishIn writes a finish's record if the stored job is still held by
@@ -231,7 +264,8 @@ func finishRecord(c store.Claim, fn store.TransitionFunc) (*store.Job, []byte, [
 // own attempt or owner differ from its job's holds nothing); the state
 // and index time being the claim's own mean no other write of the claim
 // came first.
-func finishIn(b buckets, c store.Claim, id, rec []byte) error {
+func finishIn(b buckets, c store.Claim, f finished) error {
+	id := f.id
 	v := b.jobs.Get(id)
 	oh, ok := parseHead(v)
 	if v == nil {
@@ -240,7 +274,7 @@ func finishIn(b buckets, c store.Claim, id, rec []byte) error {
 	if !ok || c.Fenced(c.Job) || oh.fence != c.Fence || oh.state != stateByte[c.Job.State] || binary.BigEndian.Uint64(oh.itime[:]) != timeKey(indexTime(c.Job)) {
 		return fmt.Errorf("%w: job %s changed since claim %d (attempt %d, runner %s)", store.ErrFenced, c.Job.ID, c.Fence, c.Attempt, c.Owner)
 	}
-	return b.replaceRaw(id, oh, rec)
+	return b.replaceRaw(id, oh, f.rec, f.ival)
 }
 
 // nextScan bounds the index entries one chained claim looks at (passed
@@ -257,7 +291,7 @@ func (db *DB) FinishClaim(ctx context.Context, c store.Claim, fn store.Transitio
 	if c.Job == nil {
 		return nil, nil, fmt.Errorf("store: a claim without its job")
 	}
-	j, id, rec, err := finishRecord(c, fn)
+	f, err := finishRecord(c, fn)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -265,7 +299,7 @@ func (db *DB) FinishClaim(ctx context.Context, c store.Claim, fn store.Transitio
 	err = db.write(func(tx *bbolt.Tx) error {
 		nc = nil // the op may run again alone if its batch fails
 		b := db.writeBuckets(tx)
-		if err := finishIn(b, c, id, rec); err != nil || next == nil {
+		if err := finishIn(b, c, f); err != nil || next == nil {
 			return err
 		}
 		var err error
@@ -275,48 +309,51 @@ func (db *DB) FinishClaim(ctx context.Context, c store.Claim, fn store.Transitio
 	if err != nil {
 		return nil, nil, err
 	}
-	return j, nc, nil
+	return f.job, nc, nil
 }
 
 // claimNextIn claims, inside a write transaction, the due pending or
 // unknown job with the earliest next_run_at that no claim round of this
-// handle is claiming. Only bbolt write errors (fatal) are returned: the
-// finish before it is already written.
+// handle is claiming and next's host filter lets through. Only bbolt write
+// errors (fatal) are returned: the finish before it is already written.
 func (db *DB) claimNextIn(b buckets, next store.NextClaim) (*store.Claim, error) {
 	type lane struct {
 		s      store.State
 		prefix byte
 		bound  []byte
 		c      *bbolt.Cursor
-		k      []byte // the lane's first acceptable due entry, nil if none
+		k, v   []byte // the lane's first acceptable due entry, nil if none
 	}
 	if next.Owner != "" && !db.alive(next.Owner, next.Now) {
 		return nil, nil // the runner lost its lease: its finish stands, it claims nothing more
 	}
+	f := newHostFilter(next.SkipHosts, next.Admit)
 	lanes := [2]lane{{s: store.StatePending}, {s: store.StateUnknown}}
 	budget := nextScan
 	// advance moves a lane to its first due entry at or after k that no
-	// claim round is claiming.
-	advance := func(l *lane, k []byte) {
-		for ; k != nil && k[0] == l.prefix && budget > 0; k, _ = l.c.Next() {
+	// claim round is claiming and whose host, when its entry names it, is
+	// not passed over.
+	advance := func(l *lane, k, v []byte) {
+		for ; k != nil && k[0] == l.prefix && budget > 0; k, v = l.c.Next() {
 			if bytes.Compare(k[:9], l.bound) > 0 {
 				break
 			}
-			if !db.marked(uuid.UUID(k[9:]).String()) {
-				l.k = k
+			h, tagged := entryHost(v)
+			if !db.marked(uuid.UUID(k[9:]).String()) && (f == nil || !tagged || !f.skips(h)) {
+				l.k, l.v = k, v
 				return
 			}
 			budget--
 		}
-		l.k = nil
+		l.k, l.v = nil, nil
 	}
 	for i := range lanes {
 		l := &lanes[i]
 		l.prefix = stateByte[l.s]
 		l.bound = dueBound(l.s, next.Now)
 		l.c = b.index.Cursor()
-		k, _ := l.c.Seek([]byte{l.prefix})
-		advance(l, k)
+		k, v := l.c.Seek([]byte{l.prefix})
+		advance(l, k, v)
 	}
 	for budget > 0 {
 		l := &lanes[0]
@@ -332,17 +369,23 @@ func (db *DB) claimNextIn(b buckets, next store.NextClaim) (*store.Claim, error)
 		if v != nil {
 			j, _ = DecodeRecord(v)
 		}
-		if j == nil {
-			// A damaged index entry or record: Check reports it; the
-			// claim moves on.
+		var host []byte
+		if j != nil && (f != nil || l.s == store.StateUnknown) {
+			host = hostOf(l.v, j)
+		}
+		if j == nil || (f != nil && (f.skips(host) || !f.admits(host))) {
+			// A damaged index entry or record (Check reports it), or a
+			// host passed over: the claim moves on.
 			budget--
-			k, _ := l.c.Next()
-			advance(l, k)
+			k, kv := l.c.Next()
+			advance(l, k, kv)
 			continue
 		}
 		prepare := next.Pending
+		var ival []byte
 		if l.s == store.StateUnknown {
 			prepare = next.Unknown
+			ival = hostValue(host)
 		}
 		rec, err := claimed(j, l.s, next.Now, next.Owner, prepare)
 		if err != nil {
@@ -351,7 +394,7 @@ func (db *DB) claimNextIn(b buckets, next store.NextClaim) (*store.Claim, error)
 			return nil, nil
 		}
 		oh, _ := parseHead(v)
-		if err := b.replaceRaw(id, oh, rec); err != nil {
+		if err := b.replaceRaw(id, oh, rec, ival); err != nil {
 			return nil, err
 		}
 		cl := store.ClaimOf(j)

@@ -184,3 +184,27 @@ func indexTime(j *store.Job) time.Time {
 		return j.UpdatedAt
 	}
 }
+
+// indexHostTag starts an index entry's value that names the job's claim
+// host. Entries written before it have empty values: their host is read
+// from the record.
+const indexHostTag = 1
+
+// indexValue is the index entry's value for j: its claim host for a due
+// state (pending, unknown), so a claim can pass over a skipped host's jobs
+// without loading their records, and nothing for the other states.
+func indexValue(j *store.Job) []byte {
+	if j.State != store.StatePending && j.State != store.StateUnknown {
+		return nil
+	}
+	return hostValue([]byte(store.ClaimHost(j)))
+}
+
+// entryHost returns the claim host an index entry's value names, and
+// false for an entry that names none.
+func entryHost(v []byte) ([]byte, bool) {
+	if len(v) == 0 || v[0] != indexHostTag {
+		return nil, false
+	}
+	return v[1:], true
+}

@@ -91,8 +91,8 @@ func (b buckets) load(id []byte) (*store.Job, error) {
 }
 
 // insert stores a new job, already encoded as rec, with its key, index
-// entry and counter.
-func (b buckets) insert(j *store.Job, rec []byte) error {
+// entry (valued ival, its indexValue) and counter.
+func (b buckets) insert(j *store.Job, rec, ival []byte) error {
 	id, err := idBytes(j.ID)
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func (b buckets) insert(j *store.Job, rec []byte) error {
 	if err := fatal(b.keys.Put([]byte(j.Key), id)); err != nil {
 		return err
 	}
-	if err := fatal(b.index.Put(h.indexKey(id), nil)); err != nil {
+	if err := fatal(b.index.Put(h.indexKey(id), ival)); err != nil {
 		return err
 	}
 	return b.addCount(byteState[h.state], 1)
@@ -119,12 +119,13 @@ func (b buckets) replace(old, j *store.Job) error {
 	}
 	id, _ := idBytes(j.ID)
 	oh, _ := parseHead(b.jobs.Get(id))
-	return b.replaceRaw(id, oh, rec)
+	return b.replaceRaw(id, oh, rec, indexValue(j))
 }
 
 // replaceRaw writes an encoded record over a job whose current head is
-// oh, moving the index entry and counters by the heads alone.
-func (b buckets) replaceRaw(id []byte, oh head, rec []byte) error {
+// oh, moving the index entry and counters by the heads alone. ival is the
+// value of a moved entry (indexValue of the new record's job).
+func (b buckets) replaceRaw(id []byte, oh head, rec, ival []byte) error {
 	nh, ok := parseHead(rec)
 	if !ok {
 		return fatal(fmt.Errorf("store: bad encoded record for %x", id))
@@ -136,7 +137,7 @@ func (b buckets) replaceRaw(id []byte, oh head, rec []byte) error {
 		if err := fatal(b.index.Delete(oh.indexKey(id))); err != nil {
 			return err
 		}
-		if err := fatal(b.index.Put(nh.indexKey(id), nil)); err != nil {
+		if err := fatal(b.index.Put(nh.indexKey(id), ival)); err != nil {
 			return err
 		}
 	}
@@ -187,9 +188,9 @@ func checkNew(j *store.Job) error {
 	return nil
 }
 
-// enqueueIn inserts j (encoded as rec) or finds the job already holding
-// its key.
-func enqueueIn(b buckets, j *store.Job, rec []byte) (store.EnqueueResult, error) {
+// enqueueIn inserts j (encoded as rec, its index value ival) or finds the
+// job already holding its key.
+func enqueueIn(b buckets, j *store.Job, rec, ival []byte) (store.EnqueueResult, error) {
 	if id := b.keys.Get([]byte(j.Key)); id != nil {
 		if len(id) == tombLen {
 			return store.EnqueueResult{}, &store.KeyConflictError{Key: j.Key, JobID: uuid.UUID(id[:16]).String(), Deleted: timeFromKey(binary.BigEndian.Uint64(id[16:]))}
@@ -210,23 +211,23 @@ func enqueueIn(b buckets, j *store.Job, rec []byte) (store.EnqueueResult, error)
 	if b.jobs.Get(id) != nil {
 		return store.EnqueueResult{}, fmt.Errorf("store: job id %s is already used by another job; give each job a new id (store.NewID)", j.ID)
 	}
-	if err := b.insert(j, rec); err != nil {
+	if err := b.insert(j, rec, ival); err != nil {
 		return store.EnqueueResult{}, err
 	}
 	return store.EnqueueResult{Job: j}, nil
 }
 
-// prepareNew checks a new job and encodes it, outside the writer.
-func prepareNew(j *store.Job) (*store.Job, []byte, error) {
-	nj := j.Clone()
+// prepareNew checks a new job and encodes its record and index value,
+// outside the writer.
+func prepareNew(j *store.Job) (nj *store.Job, rec, ival []byte, err error) {
+	nj = j.Clone()
 	if err := checkNew(nj); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	rec, err := encodeJob(nj)
-	if err != nil {
-		return nil, nil, err
+	if rec, err = encodeJob(nj); err != nil {
+		return nil, nil, nil, err
 	}
-	return nj, rec, nil
+	return nj, rec, indexValue(nj), nil
 }
 
 // Enqueue stores a new pending job. It returns after the job is committed
@@ -237,14 +238,14 @@ func (db *DB) Enqueue(ctx context.Context, j *store.Job) (store.EnqueueResult, e
 	if err := ctx.Err(); err != nil {
 		return store.EnqueueResult{}, err
 	}
-	nj, rec, err := prepareNew(j)
+	nj, rec, ival, err := prepareNew(j)
 	if err != nil {
 		return store.EnqueueResult{}, err
 	}
 	var res store.EnqueueResult
 	err = db.write(func(tx *bbolt.Tx) error {
 		var err error
-		res, err = enqueueIn(db.writeBuckets(tx), nj, rec)
+		res, err = enqueueIn(db.writeBuckets(tx), nj, rec, ival)
 		var fe *fatalError
 		if (err == nil && res.Existing) || (err != nil && !errors.As(err, &fe)) {
 			// Already stored, or refused before anything was written.
@@ -293,6 +294,7 @@ func (db *DB) EnqueueManyFunc(ctx context.Context, n int, build func(i int) (*st
 	}
 	in := make([]*store.Job, n)
 	recs := make([][]byte, n)
+	ivals := make([][]byte, n)
 	pre := make([]error, n)
 	made := parallel.Stream(n, manyChunk, func(i int) {
 		j, err := build(i)
@@ -302,7 +304,7 @@ func (db *DB) EnqueueManyFunc(ctx context.Context, n int, build func(i int) (*st
 		case j == nil:
 			pre[i] = fmt.Errorf("store: job %d of %d is nil", i, n)
 		default:
-			in[i], recs[i], pre[i] = prepareNew(j)
+			in[i], recs[i], ivals[i], pre[i] = prepareNew(j)
 		}
 	})
 	defer made.Done()
@@ -319,7 +321,7 @@ func (db *DB) EnqueueManyFunc(ctx context.Context, n int, build func(i int) (*st
 					out[i].Err = pre[i]
 					continue
 				}
-				r, err := enqueueIn(b, in[i], recs[i])
+				r, err := enqueueIn(b, in[i], recs[i], ivals[i])
 				var fe *fatalError
 				if errors.As(err, &fe) {
 					return err

@@ -338,8 +338,10 @@ func (db *DB) Check() (store.CheckReport, error) {
 			keyOf[string(k)] = j.Key
 			ik := indexKeyOf(j)
 			wantIndex[string(ik)] = true
-			if b.index.Get(ik) == nil {
+			if iv := b.index.Get(ik); iv == nil {
 				add("job %s (%s): index entry missing", j.ID, j.State)
+			} else if h, ok := entryHost(iv); ok && string(h) != store.ClaimHost(j) {
+				add("job %s (%s): index entry names host %q, the job's claims go to %q", j.ID, j.State, h, store.ClaimHost(j))
 			}
 			if kv := b.keys.Get([]byte(j.Key)); !bytes.Equal(kv, k) {
 				add("job %s: key %q maps to %x", j.ID, j.Key, kv)
