@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/idemrun/idemrun/internal/adminwire"
@@ -207,9 +206,5 @@ func (c *Client) wakeRunner() {
 
 // hostStore is the client's store as keeper of host policies.
 func (c *Client) hostStore() (store.Hosts, error) {
-	h, ok := c.st.(store.Hosts)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s keeps no host policies", ErrNotOffered, c.where)
-	}
-	return h, nil
+	return c.st, nil
 }

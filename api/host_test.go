@@ -216,31 +216,9 @@ func TestHosts(t *testing.T) {
 	check("through the admin API", throughAdmin(t, c))
 	// A store that cannot count per host is counted from its jobs.
 	st := c.Store()
-	uncounted, err := api.New(struct {
-		store.Store
-		store.Hosts
-	}{st, st.(store.Hosts)}, &api.Options{Now: func() time.Time { return now }})
+	uncounted, err := api.New(struct{ store.Store }{st}, &api.Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	check("counted from List", uncounted)
-}
-
-// A store that keeps no host policies says so (ErrNotOffered), on the
-// store and through the admin API.
-func TestHostsNotOffered(t *testing.T) {
-	ctx := context.Background()
-	// The store's contract alone, whatever its backend offers beside it.
-	c, err := api.New(struct{ store.Store }{revOpen(t).Store()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for via, c := range map[string]*api.Client{"store": c, "admin API": throughAdmin(t, c)} {
-		if _, err := c.Hosts(ctx); !errors.Is(err, api.ErrNotOffered) {
-			t.Errorf("Hosts %s = %v; want ErrNotOffered", via, err)
-		}
-		if _, err := c.PauseHost(ctx, "a.example.com", "", ""); !errors.Is(err, api.ErrNotOffered) {
-			t.Errorf("PauseHost %s = %v; want ErrNotOffered", via, err)
-		}
-	}
 }

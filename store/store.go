@@ -16,6 +16,7 @@ import (
 type Store interface {
 	Jobs
 	Work
+	Hosts
 	// Check verifies the stored data against idemrun's invariants (each
 	// job decodes, counters match a count, indexes match the jobs). It
 	// reads everything: it is for diagnosis.

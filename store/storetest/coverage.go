@@ -44,9 +44,8 @@ var methodTests = map[string][]string{
 	"Close": {"Close"},
 }
 
-// contracts are the interfaces every backend implements: store.Store,
-// and store.Hosts until store.Store embeds it.
-var contracts = []reflect.Type{reflect.TypeFor[store.Store](), reflect.TypeFor[store.Hosts]()}
+// contracts are the interfaces every backend implements.
+var contracts = []reflect.Type{reflect.TypeFor[store.Store]()}
 
 // testEveryMethod fails when a method of the contracts has no contract
 // test named in methodTests, or methodTests names a test the suite lacks.

@@ -12,16 +12,10 @@ import (
 	"github.com/idemrun/idemrun/store"
 )
 
-// hostsOf returns s's host policies. Every backend keeps them (issue
-// #20), but store.Store does not require store.Hosts until both backends
-// implement it: a backend without them skips the host tests, saying so.
+// hostsOf returns s's host policies.
 func hostsOf(t *testing.T, s Store) store.Hosts {
 	t.Helper()
-	h, ok := s.(store.Hosts)
-	if !ok {
-		t.Skipf("%T does not implement store.Hosts yet: its host policies and claim host filters are not tested (issue #20)", s)
-	}
-	return h
+	return s
 }
 
 // hostPolicies returns every policy, failing the test on an error.
