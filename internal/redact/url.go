@@ -7,7 +7,7 @@ import (
 
 // URL returns raw with the values of sensitive query parameters, and of
 // sensitive key=value pairs in the fragment (where OAuth puts access_token),
-// replaced by Placeholder, and with a userinfo password replaced by
+// separated by '&' or ';', replaced by Placeholder, and with a userinfo password replaced by
 // Placeholder. Everything else stays byte-for-byte as it was: parameter
 // order, escaping, the path. A user name is kept.
 //
@@ -44,25 +44,45 @@ func (r *Redactor) URL(raw string) string {
 	return b.String()
 }
 
-// writePairs writes the &-separated pairs of s to b, hiding the non-empty
-// values of sensitive names.
+// writePairs writes the &-separated pairs of s to b, each as redactPair
+// shows it.
 func (r *Redactor) writePairs(b *strings.Builder, s string) {
 	for i, pair := range strings.Split(s, "&") {
 		if i > 0 {
 			b.WriteByte('&')
 		}
-		name, value, ok := strings.Cut(pair, "=")
-		if ok && value != "" && r.IsSensitiveParam(unescape(name)) {
-			b.WriteString(name)
-			b.WriteString("=" + Placeholder)
+		if at, ok := r.sensitiveAt(pair); ok {
+			b.WriteString(pair[:at])
+			b.WriteString(Placeholder)
 			continue
 		}
 		b.WriteString(pair)
 	}
 }
 
+// sensitiveAt finds in one &-separated part the first of its
+// ;-separated parameters with a sensitive name and a non-empty rest, and
+// returns where that rest begins: the value runs to the part's end, since
+// where ';' separates nothing the rest is the value (servers disagree, and
+// Go's net/url split at ';' before 1.17). The segments are bounded by the
+// part's ';' count.
+func (r *Redactor) sensitiveAt(part string) (int, bool) {
+	for off := 0; off <= len(part); {
+		seg, _, more := strings.Cut(part[off:], ";")
+		if name, _, ok := strings.Cut(seg, "="); ok && off+len(name)+1 < len(part) && r.IsSensitiveParam(unescape(name)) {
+			return off + len(name) + 1, true
+		}
+		if !more {
+			break
+		}
+		off += len(seg) + 1
+	}
+	return 0, false
+}
+
 // sensitivePairs returns the raw values of sensitive parameters in the query
-// and fragment of raw, whether or not raw parses.
+// and fragment of raw, whether or not raw parses: each to the end of its
+// &-separated part, and up to its next ';' too.
 func (r *Redactor) sensitivePairs(raw string) []string {
 	i := strings.IndexAny(raw, "?#")
 	if i < 0 {
@@ -70,9 +90,12 @@ func (r *Redactor) sensitivePairs(raw string) []string {
 	}
 	var vals []string
 	for _, part := range strings.FieldsFunc(raw[i+1:], func(c rune) bool { return c == '&' || c == '#' || c == '?' }) {
-		name, value, ok := strings.Cut(part, "=")
-		if ok && value != "" && r.IsSensitiveParam(unescape(name)) {
-			vals = append(vals, value)
+		if at, ok := r.sensitiveAt(part); ok {
+			v := part[at:]
+			vals = append(vals, v)
+			if first, _, cut := strings.Cut(v, ";"); cut && first != "" {
+				vals = append(vals, first)
+			}
 		}
 	}
 	return vals
