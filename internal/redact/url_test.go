@@ -111,3 +111,32 @@ func TestURLSemicolonSeparators(t *testing.T) {
 		t.Errorf("String with Secrets of a ;-separated token = %q (secrets %q)", got, secs)
 	}
 }
+
+// Path parameters (/app;jsessionid=…, where Java servers put the session)
+// are redacted by their names, each value to the end of its segment; the
+// authority's ';' (userinfo) is not a path parameter.
+func TestURLPathParams(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://h/app;jsessionid=ABC123/x?y=1", "https://h/app;jsessionid=REDACTED/x?y=1"},
+		{"https://h/a;v=1/b", "https://h/a;v=1/b"},
+		{"https://h/a;v=1;token=t0k/b;x", "https://h/a;v=1;token=REDACTED/b;x"},
+		{"https://h/a;token=", "https://h/a;token="},
+		{"/rel;sessionid=S3ss", "/rel;sessionid=REDACTED"},
+		{"http://[bad/app;jsessionid=ABC123?q", "http://[bad/app;jsessionid=REDACTED?REDACTED"},
+		{"https://u;token=x@h/p", "https://u;token=x@h/p"},
+		{"https://h;token=x", "https://h;token=x"},
+	}
+	var r *Redactor
+	for _, tt := range tests {
+		if got := r.URL(tt.in); got != tt.want {
+			t.Errorf("URL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := r.URL(tt.want); got != tt.want {
+			t.Errorf("URL(%q) = %q: not idempotent", tt.want, got)
+		}
+	}
+	u := "https://h/app;jsessionid=ABC123/x"
+	if got := r.String("GET "+u+" failed", r.Secrets(nil, u)...); got != "GET https://h/app;jsessionid=REDACTED/x failed" {
+		t.Errorf("String with Secrets of a path parameter = %q", got)
+	}
+}
