@@ -11,16 +11,17 @@
 // answers are {"error": {"code": CODE, "message": TEXT}}, with CODE one
 // of invalid_input, not_found, key_conflict, illegal_transition,
 // unauthorized, too_large, not_offered and internal: stable, scripts may
-// match on them.
+// match on them. A refused token is 401 unauthorized; an address that
+// failed too often is answered 429 unauthorized with Retry-After.
 package admin
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -36,8 +37,16 @@ import (
 type Options struct {
 	// Token, when non-empty, is required as "Authorization: Bearer TOKEN"
 	// on every request. The unix socket (mode 0600) needs none; TCP always
-	// needs one.
+	// needs one, and CheckToken says whether it is strong enough. Each
+	// client address may fail AuthBurst times, then once per AuthRefill;
+	// meanwhile it is answered 429 with Retry-After.
 	Token string
+	// Logger receives a line for each refused token (the client's
+	// address, never the token) and when an address is throttled; nil
+	// means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock of the token throttle; nil means time.Now.
+	Now func() time.Time
 	// Metrics, when set, serves GET /metrics.
 	Metrics http.Handler
 	// BackupStall is how long a backup's client may stop reading before
@@ -82,24 +91,7 @@ func Handler(c *api.Client, o Options) http.Handler {
 	if o.Token == "" {
 		return mux
 	}
-	want := []byte(o.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The scheme is case-insensitive (RFC 9110 §11.1); the token is
-		// compared in constant time.
-		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="idemrun"`)
-			// Closed after the answer, without reading the rest of a
-			// declared body first (which a client could trickle for as
-			// long as it likes): a client without the token keeps no
-			// connection.
-			w.Header().Set("Connection", "close")
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
-			writeErr(w, http.StatusUnauthorized, adminwire.CodeUnauthorized, "missing or wrong bearer token")
-			return
-		}
-		mux.ServeHTTP(w, r)
-	})
+	return requireToken(mux, o)
 }
 
 type server struct {

@@ -426,3 +426,31 @@ func TestAdminEnqueueTakesNullAndZeroAsDefaults(t *testing.T) {
 		t.Errorf("DecodeEnqueue (the --from rule) of the same body: %v; want a refusal", err)
 	}
 }
+
+// The admin API's job views hide the headers and parameters the name
+// rules cover (Authentication, X-JWT, X-Passphrase, a token after a ';'),
+// which were shown in clear before (found by a probe).
+func TestAdminJobViewHidesCredentialNames(t *testing.T) {
+	t.Parallel()
+	c := apitest.OpenClient(t, api.Options{})
+	srv := httptest.NewServer(admin.Handler(c, admin.Options{}))
+	t.Cleanup(srv.Close)
+	body := `{"url":"` + apitest.HostileURL + `?a=1;token=PLANTED1","key":"names","header_lines":["Authentication: PLANTED2","X-JWT: PLANTED3","X-Passphrase: PLANTED4"]}`
+	code, _, b := adminPost(t, srv.Client(), srv.URL, []byte(body))
+	if code != http.StatusCreated {
+		t.Fatalf("POST: got %d %s", code, apitest.Clip(b))
+	}
+	for _, path := range []string{"/v1/jobs/names", "/v1/jobs"} {
+		resp, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, s := range []string{"PLANTED1", "PLANTED2", "PLANTED3", "PLANTED4"} {
+			if bytes.Contains(got, []byte(s)) || bytes.Contains(b, []byte(s)) {
+				t.Errorf("GET %s (or the enqueue's answer) shows %s: %s", path, s, apitest.Clip(got))
+			}
+		}
+	}
+}

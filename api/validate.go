@@ -141,37 +141,13 @@ func ValidateMethod(m string) error {
 	return nil
 }
 
-// ParseHeaderLine parses a curl-style "Name: value" header line.
-func ParseHeaderLine(line string) (Header, error) {
-	const acc = "'Name: value' with a valid header name and no CR or LF"
-	name, value, ok := strings.Cut(line, ":")
-	if !ok {
-		// Only the first word is shown: without its colon the line may be
-		// a credential ("Authorization Bearer sk_…").
-		first, _, _ := strings.Cut(strings.TrimSpace(line), " ")
-		return Header{}, invalid("header", first+" …", acc+" (no colon found)")
-	}
-	h := Header{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)}
-	return h, validateHeader(h)
-}
-
 func validateHeader(h Header) error {
 	const acc = "'Name: value' with a valid header name (RFC 9110 token) and a value without CR, LF or NUL"
 	if !httpsyntax.IsToken(h.Name) {
-		// Only the name's leading token characters are shown: a line such
-		// as "Authorization Bearer sk_…:…" puts a credential before its
-		// first colon.
-		shown := h.Name
-		for i := 0; i < len(shown); i++ {
-			if !httpsyntax.IsToken(shown[i : i+1]) {
-				shown = shown[:i] + " …"
-				break
-			}
-		}
-		if len(shown) > 64 {
-			shown = shown[:64] + " …"
-		}
-		return invalid("header name", shown, acc)
+		// Only a leading part that looks like a header name is shown: a
+		// line such as "Authorization Bearer sk_…:…" puts a credential
+		// before its first colon.
+		return &InvalidError{Field: "header name", Value: hiddenLine(shownHeaderName(h.Name)), Accepted: acc}
 	}
 	if !httpsyntax.ValidHeaderValue(h.Value) {
 		return &InvalidError{Field: "header " + h.Name, Value: "(value with CR, LF or control characters)", Accepted: acc}

@@ -312,9 +312,9 @@ func TestRefusedURLErrorsHideExtraSensitiveParams(t *testing.T) {
 	}
 }
 
-// A header line without a colon is shown by its first word only, since the
-// line may be a credential; with a colon later in the line, the whole part
-// before the colon is shown as the "header name".
+// A header line with a space where its colon belongs shows at most its
+// first word, since the rest may be a credential, with or without a colon
+// later in the line.
 func TestParseHeaderLineHidesCredential(t *testing.T) {
 	for _, line := range []string{
 		"Authorization Bearer sk_live_51Hx9:abc",

@@ -188,7 +188,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("admin api: listen %s: %w", *adminAddr, err)
 		}
-		srv := adminServer(admin.Handler(client, admin.Options{Token: token, Metrics: met.Handler()}))
+		srv := adminServer(admin.Handler(client, admin.Options{Token: token, Metrics: met.Handler(), Logger: logger}))
 		go func() { _ = srv.Serve(limitListener(ln, maxAdminConns)) }()
 		defer srv.Close()
 		logger.Info("admin api on tcp", "addr", ln.Addr().String())
@@ -271,8 +271,8 @@ func sweepLoop(ctx context.Context, c *api.Client, retention, keyRetention time.
 }
 
 // readTokenFile reads the TCP admin API's bearer token: a file only its
-// owner may read (as ssh wants of a key), holding one token of at least 16
-// printable ASCII characters.
+// owner may read (as ssh wants of a key), holding one token of printable
+// ASCII characters that admin.CheckToken takes.
 func readTokenFile(path string) (string, error) {
 	bad := func(why string) error {
 		return &api.InvalidError{Field: "admin-token-file", Value: fmt.Sprintf("%q", path), Accepted: why}
@@ -294,8 +294,14 @@ func readTokenFile(path string) (string, error) {
 			return "", bad("one token of printable ASCII, no spaces or line breaks inside (an HTTP header cannot carry them)")
 		}
 	}
-	if len(token) < 16 {
-		return "", bad("a token of at least 16 characters")
+	// Refused at start: a weak token would only be found out by guessing.
+	if err := admin.CheckToken(token); err != nil {
+		why := err.Error()
+		if we, ok := errors.AsType[*admin.WeakTokenError](err); ok {
+			why = we.Reason
+		}
+		return "", bad(fmt.Sprintf("a token of at least %d characters, %d of them distinct, with about %d bits of entropy or more (this one has %s); %s",
+			admin.MinTokenLen, admin.MinTokenDistinct, admin.MinTokenBits, why, admin.TokenAdvice))
 	}
 	return token, nil
 }

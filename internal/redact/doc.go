@@ -4,7 +4,8 @@
 //
 // A Redactor knows which header names and query parameter names are
 // sensitive (DefaultHeaders and DefaultParams plus any extras, compared
-// without regard to case). It replaces their values with Placeholder and
+// without regard to case, and any name the name rules of names.go find a
+// credential's by its words). It replaces their values with Placeholder and
 // leaves everything else as it was, so a redacted request still reads like
 // the original. A nil *Redactor behaves as New(nil, nil).
 //

@@ -104,56 +104,6 @@ func (r *Redactor) IsSensitiveParam(name string) bool {
 	return r.all || r.params[strings.ToLower(n)] || secretLike(n)
 }
 
-// secretWords are the words (between "-", "_", "." and the like) that make
-// a header or parameter name a credential's: X-Auth-Token, Private-Token,
-// X-Amz-Signature, X-Amz-Credential, client_secret, session_id, ….
-var secretWords = map[string]bool{
-	"token": true, "secret": true, "password": true, "passwd": true, "pwd": true,
-	"credential": true, "credentials": true, "signature": true, "auth": true,
-	"authorization": true, "session": true, "cookie": true, "apikey": true,
-}
-
-// keyKinds are the words that make a following "key" a credential
-// (X-Goog-Api-Key, Ocp-Apim-Subscription-Key, access_key); other keys
-// (idempotency_key, sort_key, X-Routing-Key) are not.
-var keyKinds = map[string]bool{
-	"api": true, "access": true, "secret": true, "private": true, "subscription": true,
-	"client": true, "signing": true, "master": true, "encryption": true, "license": true,
-}
-
-// secretLike reports whether a name has a credential's word, or "key"
-// after a word that makes it one (not a bare "key", which only the lists
-// name). Words are split at anything but letters and digits and where a
-// lower-case letter or digit meets an upper-case one, so camelCase names
-// (accessToken, clientSecret, accessKey) split as their writers meant.
-func secretLike(name string) bool {
-	var words []string
-	start := -1
-	for i := 0; i <= len(name); i++ {
-		var c byte
-		if i < len(name) {
-			c = name[i]
-		}
-		lower := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
-		upper := c >= 'A' && c <= 'Z'
-		if start >= 0 && (!(lower || upper) || upper && i > 0 && isLowerOrDigit(name[i-1])) {
-			words = append(words, strings.ToLower(name[start:i]))
-			start = -1
-		}
-		if start < 0 && (lower || upper) {
-			start = i
-		}
-	}
-	for i, w := range words {
-		if secretWords[w] || (w == "key" && i > 0 && keyKinds[words[i-1]]) {
-			return true
-		}
-	}
-	return false
-}
-
-func isLowerOrDigit(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
-
 // HeaderValue returns value as it may be shown for the header called name:
 // unchanged when the header is not sensitive or the value is empty,
 // Placeholder otherwise. For Authorization and Proxy-Authorization the

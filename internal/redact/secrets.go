@@ -48,7 +48,8 @@ func (r *Redactor) String(s string, secrets ...string) string {
 // Proxy-Authorization also the credentials after the scheme (and for Basic,
 // the decoded "user:password" and the password); for Cookie and Set-Cookie
 // also each cookie value; the values of sensitive query and fragment
-// parameters, raw and unescaped; and a userinfo password, raw and unescaped.
+// parameters and path parameters, raw and unescaped; and a userinfo
+// password, raw and unescaped.
 // Each value appears once, in a deterministic order (headers sorted by name
 // first, then the URLs in order). h may be nil and rawURLs empty.
 func (r *Redactor) Secrets(h http.Header, rawURLs ...string) []string {
@@ -98,6 +99,9 @@ func (r *Redactor) Secrets(h http.Header, rawURLs ...string) []string {
 		if start, end, ok := userinfoPassword(base, false); ok {
 			p := base[start:end]
 			add(p, unescape(p))
+		}
+		for _, v := range r.pathParamValues(base) {
+			add(v, unescape(v))
 		}
 	}
 	return out

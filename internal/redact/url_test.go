@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -78,5 +79,64 @@ func TestURLWithoutQueryFragmentOrUserinfoIsUnchanged(t *testing.T) {
 	// With a userinfo password it is not skipped.
 	if got := New(nil, nil).URL("http://bob:pw@h/p"); got != "http://bob:"+Placeholder+"@h/p" {
 		t.Errorf("URL with a password = %q, want it hidden", got)
+	}
+}
+
+// Parameters after a ';' (which many servers take as a separator, as Go's
+// net/url did before 1.17) are redacted by their own names; a sensitive
+// value runs to the next '&', since where ';' does not separate it is part
+// of that value. Before, "?a=1;token=T" showed T (found by a probe).
+func TestURLSemicolonSeparators(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://h/p?a=1;token=T0k3n", "https://h/p?a=1;token=REDACTED"},
+		{"https://h/p?a=1;token=T0k3n;b=2&c=3", "https://h/p?a=1;token=REDACTED&c=3"},
+		{"https://h/p?token=abc;def&c=3", "https://h/p?token=REDACTED&c=3"},
+		{"https://h/p?x=1;y=2&sig=s1g;z", "https://h/p?x=1;y=2&sig=REDACTED"},
+		{"https://h/cb#state=s;access_token=at", "https://h/cb#state=s;access_token=REDACTED"},
+		{"https://h/p?a=b;c=d", "https://h/p?a=b;c=d"},
+		{"https://h/p?token=;x=1", "https://h/p?token=REDACTED"},
+		{"https://h/p?a=1;token=", "https://h/p?a=1;token="},
+	}
+	var r *Redactor
+	for _, tt := range tests {
+		if got := r.URL(tt.in); got != tt.want {
+			t.Errorf("URL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := r.URL(tt.want); got != tt.want {
+			t.Errorf("URL(%q) = %q: not idempotent", tt.want, got)
+		}
+	}
+	secs := r.Secrets(nil, "https://h/p?a=1;token=T0k3n;b=2&c=3")
+	if got := r.String("sent a=1;token=T0k3n;b=2", secs...); strings.Contains(got, "T0k3n") {
+		t.Errorf("String with Secrets of a ;-separated token = %q (secrets %q)", got, secs)
+	}
+}
+
+// Path parameters (/app;jsessionid=…, where Java servers put the session)
+// are redacted by their names, each value to the end of its segment; the
+// authority's ';' (userinfo) is not a path parameter.
+func TestURLPathParams(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://h/app;jsessionid=ABC123/x?y=1", "https://h/app;jsessionid=REDACTED/x?y=1"},
+		{"https://h/a;v=1/b", "https://h/a;v=1/b"},
+		{"https://h/a;v=1;token=t0k/b;x", "https://h/a;v=1;token=REDACTED/b;x"},
+		{"https://h/a;token=", "https://h/a;token="},
+		{"/rel;sessionid=S3ss", "/rel;sessionid=REDACTED"},
+		{"http://[bad/app;jsessionid=ABC123?q", "http://[bad/app;jsessionid=REDACTED?REDACTED"},
+		{"https://u;token=x@h/p", "https://u;token=x@h/p"},
+		{"https://h;token=x", "https://h;token=x"},
+	}
+	var r *Redactor
+	for _, tt := range tests {
+		if got := r.URL(tt.in); got != tt.want {
+			t.Errorf("URL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := r.URL(tt.want); got != tt.want {
+			t.Errorf("URL(%q) = %q: not idempotent", tt.want, got)
+		}
+	}
+	u := "https://h/app;jsessionid=ABC123/x"
+	if got := r.String("GET "+u+" failed", r.Secrets(nil, u)...); got != "GET https://h/app;jsessionid=REDACTED/x failed" {
+		t.Errorf("String with Secrets of a path parameter = %q", got)
 	}
 }
