@@ -132,7 +132,7 @@ func (m *Main) check(ctx context.Context, args []string) error {
 		return usagef("check: give at most one file")
 	}
 	path := dbt.String()
-	c, err := api.Open(dbt.path, dbt.options(&api.Options{ReadOnly: true, Direct: true, LockTimeout: 2 * time.Second, Warn: m.Stderr}))
+	c, err := m.open(dbt.path, dbt.options(&api.Options{ReadOnly: true, Direct: true, LockTimeout: 2 * time.Second}))
 	if err != nil {
 		if dbt.isURL() {
 			return openDBError(dbt, err)

@@ -326,8 +326,8 @@ func sendAgainIfUnknown[T any](m *Main, db dbTarget, c **api.Client, fn func(*ap
 // create says whether a missing file may be created (only enqueue
 // creates).
 func (m *Main) openService(db dbTarget, create bool) (*api.Client, error) {
-	opts := db.options(&api.Options{LockTimeout: 300 * time.Millisecond, MustExist: !create, Warn: m.Stderr})
-	c, err := api.Open(db.path, opts)
+	opts := db.options(&api.Options{LockTimeout: 300 * time.Millisecond, MustExist: !create})
+	c, err := m.open(db.path, opts)
 	if err == nil {
 		return c, nil
 	}
@@ -337,11 +337,21 @@ func (m *Main) openService(db dbTarget, create bool) (*api.Client, error) {
 	if !create && errors.Is(err, fs.ErrPermission) {
 		// A file this user may only read can still be inspected.
 		opts.ReadOnly = true
-		if c, rerr := api.Open(db.path, opts); rerr == nil {
+		if c, rerr := m.open(db.path, opts); rerr == nil {
 			return c, nil
 		}
 	}
 	return nil, err
+}
+
+// open is api.Open with its warnings to standard error, held until the
+// open's outcome is known (heldWarnings).
+func (m *Main) open(path string, opts *api.Options) (*api.Client, error) {
+	hw := holdWarnings(m.Stderr)
+	opts.Warn = hw
+	c, err := api.Open(path, opts)
+	hw.release(err)
+	return c, err
 }
 
 // openDBError is the error of a Postgres database that did not open,

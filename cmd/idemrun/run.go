@@ -126,11 +126,11 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 	path := dbt.path
 	_, statErr := os.Stat(path)
-	opts := dbt.options(&api.Options{AllowHosts: *allow, Warn: m.Stderr, Direct: true})
+	opts := dbt.options(&api.Options{AllowHosts: *allow, Direct: true})
 	if opts.Postgres != nil {
 		opts.Postgres.PollOnly = *pollOnly
 	}
-	client, err := api.Open(path, opts)
+	client, err := m.open(path, opts)
 	if err != nil {
 		if dbt.isURL() {
 			return openDBError(dbt, err)
