@@ -140,6 +140,10 @@ func (m *Main) check(ctx context.Context, args []string) error {
 		if errors.Is(err, bolt.ErrLocked) {
 			return fmt.Errorf("%w; check a copy instead: idemrun backup COPY && idemrun check COPY", err)
 		}
+		if notAFile(err) {
+			// Nothing to check: invalid input (exit 2), not damage.
+			return &dbOpenError{err}
+		}
 		fmt.Fprintf(m.Stdout, "check: %s: FAILED to open: %s\n", path, checkOpenHint(err))
 		return &silentError{code: exitFailure}
 	}
@@ -162,6 +166,16 @@ func (m *Main) check(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "check: %s: ok (%d jobs; %s)\n", path, rep.Jobs, what)
 	return nil
+}
+
+// notAFile reports whether a database did not open because its path
+// holds nothing to check: no file, an empty one, or a directory.
+func notAFile(err error) bool {
+	if errors.Is(err, bolt.ErrNoDatabase) {
+		return true
+	}
+	fe, ok := errors.AsType[*bolt.FileError](err)
+	return ok && (fe.Problem == bolt.FileEmpty || fe.Problem == bolt.FileIsDirectory)
 }
 
 // schemaOrDefault is the schema of a Postgres target, named.

@@ -67,9 +67,9 @@ func TestStoreErrorsGetTheCLIHint(t *testing.T) {
 	if code != exitFailure || !strings.Contains(stdout, "FAILED to open") || !strings.Contains(stdout, "too small") || strings.Contains(stdout, "idemrun check") {
 		t.Errorf("check %s: exit %d, stdout\n%s\nwant exit 1, FAILED to open saying too small, and no hint to run check", small, code, stdout)
 	}
-	code, stdout, _ = hintRun(t, "check", empty)
-	if code != exitFailure || !strings.Contains(stdout, "FAILED to open") || !strings.Contains(stdout, "`idemrun enqueue`") {
-		t.Errorf("check %s: exit %d, stdout\n%s\nwant exit 1, FAILED to open with the enqueue hint", empty, code, stdout)
+	code, _, stderr := hintRun(t, "check", empty)
+	if code != exitUsage || !strings.Contains(stderr, "is empty") || !strings.Contains(stderr, "`idemrun enqueue`") {
+		t.Errorf("check %s: exit %d, stderr\n%s\nwant exit 2 (nothing to check is invalid input), saying it is empty, with the enqueue hint", empty, code, stderr)
 	}
 }
 
