@@ -18,12 +18,15 @@ import (
 // store that have one, or "".
 func hint(err error) string {
 	if fe, ok := errors.AsType[*bolt.FileError](err); ok {
-		switch fe.Problem {
-		case bolt.FileDamaged:
+		switch {
+		case fe.Problem == bolt.FileDamaged && errors.Is(fe, bolt.ErrNotDatabase):
+			// check cannot open such a file either: it would say the same.
+			return "give the path of an idemrun database with --db FILE"
+		case fe.Problem == bolt.FileDamaged:
 			return "run `idemrun check " + shellQuote(fe.Path) + "` to see what is damaged"
-		case bolt.FileEmpty:
+		case fe.Problem == bolt.FileEmpty:
 			return "enqueue a job (`idemrun enqueue`) to lay it out, or give another file with --db FILE"
-		case bolt.FileIsDirectory:
+		case fe.Problem == bolt.FileIsDirectory:
 			return "give a database file with --db FILE"
 		}
 	}
@@ -63,7 +66,7 @@ func withHint(err error) string {
 // checkOpenHint is withHint for a file `idemrun check` could not open:
 // without the hint to run check, which is what failed.
 func checkOpenHint(err error) string {
-	if fe, ok := errors.AsType[*bolt.FileError](err); ok && fe.Problem == bolt.FileDamaged {
+	if h := hint(err); strings.HasPrefix(h, "run `idemrun check ") {
 		return err.Error()
 	}
 	return withHint(err)
