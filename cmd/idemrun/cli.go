@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -326,6 +327,11 @@ func sendAgainIfUnknown[T any](m *Main, db dbTarget, c **api.Client, fn func(*ap
 // create says whether a missing file may be created (only enqueue
 // creates).
 func (m *Main) openService(db dbTarget, create bool) (*api.Client, error) {
+	if create {
+		if err := dbDirError(db); err != nil {
+			return nil, err
+		}
+	}
 	opts := db.options(&api.Options{LockTimeout: 300 * time.Millisecond, MustExist: !create})
 	c, err := m.open(db.path, opts)
 	if err == nil {
@@ -342,6 +348,28 @@ func (m *Main) openService(db dbTarget, create bool) (*api.Client, error) {
 		}
 	}
 	return nil, err
+}
+
+// dbDirError is the refusal of a --db file that would be created in a
+// directory that does not exist, or nil. The store's own error names the
+// path twice and reads as damage; the fix is the directory.
+func dbDirError(db dbTarget) error {
+	if db.isURL() {
+		return nil
+	}
+	dir := filepath.Dir(db.path)
+	fi, err := os.Stat(dir)
+	if err == nil && fi.IsDir() {
+		return nil
+	}
+	why := dir + " does not exist"
+	switch {
+	case err == nil:
+		why = dir + " is not a directory"
+	case !errors.Is(err, fs.ErrNotExist):
+		why = err.Error()
+	}
+	return &api.InvalidError{Field: "db", Value: fmt.Sprintf("%q", db.path), Accepted: "a file in an existing directory (" + why + "; create it, or give another --db)"}
 }
 
 // open is api.Open with its warnings to standard error, held until the

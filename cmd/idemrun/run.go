@@ -124,6 +124,9 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if *pollOnly && !dbt.isURL() {
 		return &api.InvalidError{Field: "poll-only", Value: "true", Accepted: "with a postgres:// --db only (a bbolt file is worked by one process, which hears its own enqueues)"}
 	}
+	if err := dbDirError(dbt); err != nil {
+		return err
+	}
 	path := dbt.path
 	_, statErr := os.Stat(path)
 	opts := dbt.options(&api.Options{AllowHosts: *allow, Direct: true})
