@@ -105,12 +105,16 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 	if fs.Changed("key") && *key == "" {
 		return &api.InvalidError{Field: "key", Value: `""`, Accepted: api.KeyAccepted + "; omit --key for a generated one"}
 	}
+	// The examples stay within each limit: "2h" is no example of an
+	// attempt timeout of at most 10 minutes.
 	for _, c := range []struct {
-		name string
-		d    time.Duration
-	}{{"deadline", *deadline}, {"attempt-timeout", *attemptTimeout}, {"key-ttl", *keyTTL}} {
-		if fs.Changed(c.name) && c.d <= 0 {
-			return &api.InvalidError{Field: c.name, Value: c.d.String(), Accepted: "a positive duration such as 30s, 5m, 2h"}
+		name     string
+		d, limit time.Duration
+		examples string
+	}{{"deadline", *deadline, api.MaxDeadline, "30s, 5m, 2h"}, {"attempt-timeout", *attemptTimeout, api.MaxAttemptTimeout, "500ms, 30s, 5m"},
+		{"key-ttl", *keyTTL, api.MaxKeyTTL, "30s, 5m, 2h"}} {
+		if fs.Changed(c.name) && (c.d <= 0 || c.d > c.limit) {
+			return &api.InvalidError{Field: c.name, Value: shortDuration(c.d), Accepted: fmt.Sprintf("a positive duration up to %s, such as %s", shortDuration(c.limit), c.examples)}
 		}
 	}
 	if fs.Changed("max-attempts") && *maxAttempts < 1 {
@@ -512,6 +516,18 @@ func showable(r rune) bool {
 		return false // bidirectional controls
 	}
 	return true
+}
+
+// shortDuration is d as a flag takes it, without zero units: 10m, 720h.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func ago(t time.Time) string {
