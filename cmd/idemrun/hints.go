@@ -2,6 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"net"
+	"net/url"
 	"strings"
 
 	"github.com/idemrun/idemrun/api"
@@ -84,6 +87,25 @@ func resolveHint(j *api.Job) string {
 		return ""
 	}
 	return "idemrun resolve " + shellQuote(j.ID) + " --as succeeded|failed --note TEXT"
+}
+
+// schemeHint adds the URL meant to a refusal of a --url given without
+// its scheme (127.0.0.1:8080/x), the likeliest slip: http:// for a
+// loopback, IP or non-443 port target, https:// otherwise.
+func schemeHint(raw string, err error) error {
+	ie, ok := errors.AsType[*api.InvalidError](err)
+	if !ok || ie.Field != "url" || strings.Contains(raw, "://") {
+		return err
+	}
+	u, perr := url.Parse("http://" + raw)
+	if perr != nil || u.Hostname() == "" {
+		return err
+	}
+	scheme := "https://"
+	if h := u.Hostname(); h == "localhost" || net.ParseIP(h) != nil || (u.Port() != "" && u.Port() != "443") {
+		scheme = "http://"
+	}
+	return fmt.Errorf("%w; did you mean %s?", err, scheme+raw)
 }
 
 // flagHint names the flag behind a refusal of the lower layers, which

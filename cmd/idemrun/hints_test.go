@@ -152,3 +152,28 @@ func TestShowAddsResolveCommand(t *testing.T) {
 		}
 	}
 }
+
+// A --url without its scheme is refused with the URL meant; one with
+// another scheme gets no guess.
+func TestSchemeHint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct{ url, want string }{
+		{"127.0.0.1:8080/x", "; did you mean http://127.0.0.1:8080/x?"},
+		{"localhost:8080/x", "; did you mean http://localhost:8080/x?"},
+		{"api.example.com/pay", "; did you mean https://api.example.com/pay?"},
+		{"ftp://api.example.com/pay", ""},
+	} {
+		r := e.run("enqueue", "--url", tc.url)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "invalid url") {
+			t.Errorf("enqueue --url %s: got\n%s\nwant exit 2 refusing the url", tc.url, r)
+			continue
+		}
+		if tc.want == "" && strings.Contains(r.stderr, "did you mean") {
+			t.Errorf("enqueue --url %s: got\n%s\nwant no guess", tc.url, r)
+		}
+		if tc.want != "" && !strings.HasSuffix(strings.TrimSpace(r.stderr), tc.want) {
+			t.Errorf("enqueue --url %s: got\n%s\nwant it to end with %q", tc.url, r, tc.want)
+		}
+	}
+}

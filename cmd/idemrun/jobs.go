@@ -138,7 +138,7 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 		return err
 	}
 	if _, err := api.ValidateFor(dbt.path, req, o, *allow); err != nil {
-		return err
+		return schemeHint(*url, err)
 	}
 	if o.Key == "" {
 		o.Key = idemkey.New() // here, so a second try after no answer is the same job
