@@ -733,13 +733,13 @@ func (m *Main) stats(ctx context.Context, args []string) error {
 
 func (m *Main) cancel(ctx context.Context, args []string) error {
 	return m.steer(ctx, "cancel", args, func(svc *api.Client, id, note string) (*api.Job, error) {
-		return svc.Cancel(ctx, id, api.Actor(), note)
+		return svc.Cancel(ctx, id, m.actor(), note)
 	})
 }
 
 func (m *Main) retry(ctx context.Context, args []string) error {
 	return m.steer(ctx, "retry", args, func(svc *api.Client, id, note string) (*api.Job, error) {
-		return svc.Retry(ctx, id, api.Actor(), note)
+		return svc.Retry(ctx, id, m.actor(), note)
 	})
 }
 
@@ -799,7 +799,7 @@ func (m *Main) resolve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer svc.Close()
-	j, err := svc.Resolve(ctx, fs.Arg(0), store.State(*as), api.Actor(), *note)
+	j, err := svc.Resolve(ctx, fs.Arg(0), store.State(*as), m.actor(), *note)
 	if err != nil {
 		return err
 	}
