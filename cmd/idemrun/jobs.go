@@ -648,12 +648,27 @@ func renderJob(w io.Writer, j *api.Job) error {
 	if j.HistoryDropped > 0 {
 		fmt.Fprintf(w, "  (%d events dropped after the first ones: attempts and status queries first, a person's actions last)\n", j.HistoryDropped)
 	}
+	// An attempt a recovery closed ended when the recovery ran, which is
+	// not when the attempt ended: nobody saw that.
+	type mark struct {
+		n  int
+		at int64
+	}
+	recovered := map[mark]bool{}
+	for _, e := range j.History {
+		if e.Kind == store.EventRecovery {
+			recovered[mark{e.N, e.Start.UnixNano()}] = true
+		}
+	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  WHEN\tWHAT\tTOOK\tRESULT\tDETAIL\tNEXT")
 	for _, e := range j.History {
 		what, result, detail, next := string(e.Kind), "", "", ""
 		took := "-"
-		if !e.End.IsZero() {
+		switch {
+		case e.Kind == store.EventAttempt && !e.End.IsZero() && recovered[mark{e.N, e.End.UnixNano()}]:
+			took = "end unknown"
+		case !e.End.IsZero():
 			took = e.End.Sub(e.Start).Round(time.Microsecond).String()
 		}
 		switch e.Kind {

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/store"
+)
+
+// renderOf is show's text for j.
+func renderOf(t *testing.T, j *api.Job) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := renderJob(&buf, j); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// An attempt that a recovery closed shows no duration: it ended when
+// the recovery ran, not when the attempt did, which nobody saw.
+func TestRenderJobRecoveredAttempt(t *testing.T) {
+	t.Parallel()
+	sent := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	recovered := sent.Add(42 * time.Second)
+	j := &api.Job{ID: "j1", Key: "k", State: store.StateUnknown, Method: "POST", URL: "http://h/x", History: []store.Event{
+		{Kind: store.EventAttempt, N: 1, Start: sent, End: recovered, Class: "unknown", Error: "runner stopped while in flight"},
+		{Kind: store.EventRecovery, N: 1, Start: recovered, From: store.StateRunning, To: store.StateUnknown, Detail: "attempt 1 was in flight when its runner stopped"},
+		{Kind: store.EventAttempt, N: 2, Start: recovered.Add(time.Second), End: recovered.Add(1250 * time.Millisecond), Class: "succeeded", HTTPStatus: 201},
+	}}
+	out := renderOf(t, j)
+	var first, second string
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.Contains(l, ".000  attempt 1 "):
+			first = l
+		case strings.Contains(l, ".000  attempt 2 "):
+			second = l
+		}
+	}
+	if !strings.Contains(first, "end unknown") || strings.Contains(first, "42s") {
+		t.Errorf("the recovered attempt's line: %q, want \"end unknown\" and no duration\n%s", first, out)
+	}
+	if !strings.Contains(second, "250ms") {
+		t.Errorf("the next attempt's line: %q, want its duration 250ms", second)
+	}
+}
