@@ -622,7 +622,10 @@ func renderJob(w io.Writer, j *api.Job) error {
 	}
 	p("created", "%s", j.CreatedAt.Format(time.RFC3339Nano))
 	p("updated", "%s", j.UpdatedAt.Format(time.RFC3339Nano))
-	p("next run", "%s", j.NextRunAt.Format(time.RFC3339Nano))
+	if j.State == store.StatePending || j.State == store.StateUnknown {
+		// Only these are run again by themselves.
+		p("next run", "%s", j.NextRunAt.Format(time.RFC3339Nano))
+	}
 	p("deadline", "%s", j.Deadline.Format(time.RFC3339Nano))
 	if j.LastError != "" {
 		p("last error", "%s", printable(j.LastError))

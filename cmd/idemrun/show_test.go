@@ -48,3 +48,20 @@ func TestRenderJobRecoveredAttempt(t *testing.T) {
 		t.Errorf("the next attempt's line: %q, want its duration 250ms", second)
 	}
 }
+
+// show gives a next run only to the jobs that run again by themselves.
+func TestRenderJobNextRun(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		state store.State
+		next  bool
+	}{
+		{store.StatePending, true}, {store.StateUnknown, true},
+		{store.StateSucceeded, false}, {store.StateFailed, false}, {store.StateCanceled, false}, {store.StateNeedsAttention, false},
+	} {
+		out := renderOf(t, &api.Job{ID: "j1", Key: "k", State: tc.state, Method: "POST", URL: "http://h/x", NextRunAt: time.Now()})
+		if got := strings.Contains(out, "next run"); got != tc.next {
+			t.Errorf("show of a %s job: next run shown %v, want %v\n%s", tc.state, got, tc.next, out)
+		}
+	}
+}
