@@ -518,6 +518,14 @@ func showable(r rune) bool {
 	return true
 }
 
+// plural is n with its noun: 1 query, 2 queries.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 // shortDuration is d as a flag takes it, without zero units: 10m, 720h.
 func shortDuration(d time.Duration) string {
 	s := d.String()
@@ -615,7 +623,7 @@ func renderJob(w io.Writer, j *api.Job) error {
 		p("attempts", "%d of %d (timeout %s each)", j.Attempts, j.MaxAttempts, time.Duration(j.AttemptTimeout))
 	}
 	if j.StatusURL != "" {
-		p("status url", "%s (%d queries)", printable(j.StatusURL), j.StatusQueries)
+		p("status url", "%s (%s)", printable(j.StatusURL), plural(j.StatusQueries, "query", "queries"))
 	}
 	if j.KeyTTL != 0 {
 		p("key ttl", "%s", time.Duration(j.KeyTTL))

@@ -65,3 +65,14 @@ func TestRenderJobNextRun(t *testing.T) {
 		}
 	}
 }
+
+// show counts status queries in good English.
+func TestRenderJobStatusQueries(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int]string{0: "(0 queries)", 1: "(1 query)", 2: "(2 queries)"} {
+		out := renderOf(t, &api.Job{ID: "j1", Key: "k", State: store.StateUnknown, Method: "POST", URL: "http://h/x", StatusURL: "http://h/s?k={key}", StatusQueries: n})
+		if !strings.Contains(out, want) {
+			t.Errorf("show with %d status queries:\n%s\nwant %q", n, out, want)
+		}
+	}
+}
