@@ -398,13 +398,7 @@ func (m *Main) list(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tATTEMPTS\tLAST\tMETHOD\tURL\tUPDATED\tKEY")
 	for _, j := range page.Jobs {
-		last := "-"
-		if j.LastStatus != 0 {
-			last = fmt.Sprint(j.LastStatus)
-		} else if j.LastClass != "" {
-			last = j.LastClass
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, stateOf(j), j.MaxAttempts-j.AttemptsLeft, j.MaxAttempts, last, j.Method, trunc(j.URL, 48), ago(j.UpdatedAt), trunc(j.Key, 40))
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, stateOf(j), j.MaxAttempts-j.AttemptsLeft, j.MaxAttempts, lastOf(j), j.Method, trunc(j.URL, 48), ago(j.UpdatedAt), trunc(j.Key, 40))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -413,6 +407,21 @@ func (m *Main) list(ctx context.Context, args []string) error {
 		fmt.Fprintf(m.Stdout, "more: %s\n", more)
 	}
 	return nil
+}
+
+// lastOf is list's LAST column: the last attempt's status or class, or
+// "found" when a status query settled the job (its last attempt's
+// "unknown" is what the query answered, not how the job ended).
+func lastOf(j *api.Job) string {
+	switch {
+	case j.Result != nil && j.Result.Source == "status_query" && j.State.Terminal():
+		return "found"
+	case j.LastStatus != 0:
+		return fmt.Sprint(j.LastStatus)
+	case j.LastClass != "":
+		return j.LastClass
+	}
+	return "-"
 }
 
 // nextPageCommand is the list command that prints the page after this one:

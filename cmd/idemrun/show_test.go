@@ -76,3 +76,24 @@ func TestRenderJobStatusQueries(t *testing.T) {
 		}
 	}
 }
+
+// list's LAST column: the last attempt's status or class, and "found"
+// for a job a status query settled, whose last attempt's class is the
+// "unknown" the query answered.
+func TestLastOf(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		j    api.Job
+		want string
+	}{
+		{api.Job{State: store.StateSucceeded, LastClass: "unknown", Result: &api.Result{HTTPStatus: 200, Source: "status_query"}}, "found"},
+		{api.Job{State: store.StateFailed, LastClass: "unknown", Result: &api.Result{HTTPStatus: 200, Source: "status_query"}}, "found"},
+		{api.Job{State: store.StateSucceeded, LastStatus: 201, LastClass: "succeeded", Result: &api.Result{HTTPStatus: 201, Source: "attempt"}}, "201"},
+		{api.Job{State: store.StateUnknown, LastClass: "unknown"}, "unknown"},
+		{api.Job{State: store.StatePending}, "-"},
+	} {
+		if got := lastOf(&tc.j); got != tc.want {
+			t.Errorf("lastOf(%s, class %q, status %d) = %q, want %q", tc.j.State, tc.j.LastClass, tc.j.LastStatus, got, tc.want)
+		}
+	}
+}
