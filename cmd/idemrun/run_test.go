@@ -2,6 +2,7 @@ package main
 
 import (
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,4 +51,34 @@ func TestSocketListenError(t *testing.T) {
 			t.Errorf("socketListenError(%v) = %q blames the file system", tc.err, got)
 		}
 	}
+}
+
+// run logs at its default level one line per job it ends, with the key,
+// and what an --until-idle run waits for when the jobs left are due
+// later; never a header value.
+func TestRunLogsJobEnds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/bad" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	})
+	e.ok("enqueue", "--url", tg.url("/ok"), "--key", "log-ok", "-H", "Authorization: Bearer sk_live_LOGSECRET")
+	e.ok("enqueue", "--url", tg.url("/bad"), "--key", "log-bad")
+	e.ok("enqueue", "--url", tg.url("/ok"), "--key", "log-later", "--run-at", "3s")
+	r := e.okProc("run", "--until-idle", "--no-socket")
+	for _, want := range []string{
+		`level=INFO msg="job ended"`, "key=log-ok state=succeeded attempts=1 since_enqueue=",
+		`level=WARN msg="job ended"`, `key=log-bad state=failed attempts=1 since_enqueue=`, `reason="permanent: `,
+		`msg="waiting for jobs due later before stopping when idle" jobs=1`,
+		"key=log-later state=succeeded",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("run's log has no %q:\n%s", want, r.stderr)
+		}
+	}
+	mustNotContain(t, "run's log", r.stderr, "sk_live_LOGSECRET")
 }
