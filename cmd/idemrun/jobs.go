@@ -105,8 +105,7 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 	if fs.Changed("key") && *key == "" {
 		return &api.InvalidError{Field: "key", Value: `""`, Accepted: api.KeyAccepted + "; omit --key for a generated one"}
 	}
-	// The examples stay within each limit: "2h" is no example of an
-	// attempt timeout of at most 10 minutes.
+	// Examples past a flag's own limit would mislead: each has its own.
 	for _, c := range []struct {
 		name     string
 		d, limit time.Duration
