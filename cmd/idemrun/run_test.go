@@ -55,10 +55,20 @@ func TestSocketListenError(t *testing.T) {
 
 // run logs at its default level one line per job it ends, with the key,
 // and what an --until-idle run waits for when the jobs left are due
-// later; never a header value.
+// later; never a header value. On a bbolt file and on Postgres.
 func TestRunLogsJobEnds(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	t.Run("bolt", func(t *testing.T) {
+		t.Parallel()
+		runLogsJobEnds(t, newEnv(t))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		e := pgEnv(t)
+		e.ok("migrate")
+		runLogsJobEnds(t, e)
+	})
+}
+
+func runLogsJobEnds(t *testing.T, e *env) {
 	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/bad" {
 			w.WriteHeader(http.StatusBadRequest)
