@@ -17,6 +17,11 @@ var _ runner.Store = store.Store(nil)
 // it connects to, so a name that resolves elsewhere by then is refused
 // too. Fields already set in cfg are kept. Use it rather than runner.New
 // over Store(), which wires none of this.
+//
+// With cfg.Logger nil the runner logs to slog.Default(): at info, a line
+// per job that ends or needs a person and a summary every minute while
+// busy, error texts redacted as above. Give slog.New(slog.DiscardHandler)
+// to log nothing.
 func (c *Client) NewRunner(cfg runner.Config) (*runner.Runner, error) {
 	if c.rem != nil {
 		return nil, c.notOffered("a runner")

@@ -117,10 +117,7 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 		}
 		j.LastClass = string(v.Class)
 		j.LastStatus = res.status
-		j.LastError = v.Reason
-		if errText != "" {
-			j.LastError = v.Reason + ": " + errText
-		}
+		j.LastError = joinReason(v.Reason, errText)
 		delayNote = r.decideAfterAttempt(j, v, res, end)
 		return nil
 	})
@@ -128,8 +125,26 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 	// would be most of the runner's output and a good part of its CPU. The
 	// check first spares building the arguments when debug is off.
 	if r.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
-		r.cfg.Logger.DebugContext(ctx, "attempt finished", "job", j.ID, "attempt", j.Attempts, "class", v.Class, "status", res.status, "next", delayNote)
+		// A failure without an answer (a timeout, a reset) is said in
+		// words: a status of 0 alone tells nothing.
+		attrs := []any{"job", j.ID, "key", j.Key, "attempt", j.Attempts, "class", v.Class}
+		if res.status != 0 {
+			attrs = append(attrs, "status", res.status)
+		}
+		if res.status == 0 || errText != "" {
+			attrs = append(attrs, "error", firstNonEmpty(joinReason(v.Reason, errText), "no answer"))
+		}
+		r.cfg.Logger.DebugContext(ctx, "attempt finished", append(attrs, "next", delayNote)...)
 	}
+}
+
+// joinReason is a verdict's reason and the error text behind it, as a
+// job's last error records them.
+func joinReason(reason, errText string) string {
+	if errText == "" {
+		return reason
+	}
+	return reason + ": " + errText
 }
 
 func firstNonEmpty(a, b string) string {
@@ -463,7 +478,16 @@ func (r *Runner) resolveUnknown(ctx context.Context, s *slot, c store.Claim) {
 		note = r.decideAfterQuery(j, ans, end)
 		return nil
 	})
-	r.cfg.Logger.Debug("status query finished", "job", j.ID, "query", j.StatusQueries, "outcome", ans.Outcome, "status", ans.HTTPStatus, "next", note)
+	if r.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
+		attrs := []any{"job", j.ID, "key", j.Key, "query", j.StatusQueries, "outcome", ans.Outcome}
+		if ans.HTTPStatus != 0 {
+			attrs = append(attrs, "status", ans.HTTPStatus)
+		}
+		if t := strings.TrimSpace(ans.Detail + " " + errText); t != "" {
+			attrs = append(attrs, "detail", t)
+		}
+		r.cfg.Logger.DebugContext(ctx, "status query finished", append(attrs, "next", note)...)
+	}
 }
 
 // checkQuery runs Config.CheckQuery, if set.

@@ -116,9 +116,18 @@ type Config struct {
 	// UntilIdle makes Run return nil once no job is pending, running or
 	// unknown.
 	UntilIdle bool
-	// Logger receives structured logs: job id, attempt, class, delay; never
-	// header values or bodies. Defaults to a logger that discards.
+	// Logger receives structured logs, never header values or bodies: at
+	// info, one line per job that ends or needs a person (its id, key,
+	// state, attempts, the time since enqueue, and the reason and last
+	// error when it did not succeed), recoveries, and a summary every
+	// SummaryInterval while busy; at debug, one line per attempt and
+	// status query. Defaults to slog.Default() (info and above, to
+	// standard error, unless the program set another default). To log
+	// nothing, give slog.New(slog.DiscardHandler).
 	Logger *slog.Logger
+	// SummaryInterval is how often a busy runner logs how many jobs ended
+	// in each state meanwhile. Defaults to DefaultSummaryInterval.
+	SummaryInterval time.Duration
 	// OnWrite, when set, is called after every durable write a worker makes
 	// (tests wait on it instead of sleeping).
 	OnWrite func(j *store.Job)
@@ -264,7 +273,10 @@ func (c *Config) setDefaults() {
 		c.ShutdownGrace = DefaultShutdownGrace
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = slog.Default()
+	}
+	if c.SummaryInterval <= 0 {
+		c.SummaryInterval = DefaultSummaryInterval
 	}
 	if c.Redact == nil {
 		c.Redact = func(_ *store.Job, s string) string { return s }
@@ -305,6 +317,13 @@ type Runner struct {
 	held      map[string]struct{}
 	orphans   atomic.Bool
 	claimGate sync.RWMutex
+
+	// ends counts the jobs ended since the last summary; started counts
+	// the jobs handed to workers, and waitNoted is its value when the
+	// last idle wait was logged (joblog.go).
+	ends      endCounts
+	started   atomic.Int64
+	waitNoted atomic.Int64
 }
 
 // noteFailed records err when it stops the runner (store.ErrFailed: no
@@ -331,6 +350,7 @@ func New(s Store, cfg Config) *Runner {
 		done:  make(chan struct{}, 1),
 		held:  map[string]struct{}{},
 	}
+	r.waitNoted.Store(-1)
 	if cfg.Checker != nil {
 		r.checker, r.custom = cfg.Checker, true
 	} else if cfg.HTTPChecker != nil {
@@ -415,6 +435,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		// heartbeat rescues again, and claims take no running job.
 		r.cfg.Logger.Error("recovery of expired runners' jobs failed; will try again at the next heartbeat", "err", err)
 	}
+	sumCtx, endSummary := context.WithCancel(ctx)
+	defer endSummary()
+	go r.summarize(sumCtx)
 	// Attempts get their own context: canceled only after the grace period.
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
@@ -506,13 +529,14 @@ func (r *Runner) Run(ctx context.Context) error {
 			continue
 		}
 		if r.cfg.UntilIdle && r.load() == 0 {
-			idle, err := r.idle()
+			st, err := r.idleStats()
 			if err != nil {
 				return err
 			}
-			if idle {
+			if st[store.StatePending]+st[store.StateRunning]+st[store.StateUnknown] == 0 {
 				return nil
 			}
+			r.noteIdleWait(ctx, st)
 		}
 		if short || free <= 0 {
 			r.wait(ctx, free > 0)
@@ -559,12 +583,13 @@ func (r *Runner) load() int {
 	return r.inflight + r.reserved
 }
 
-func (r *Runner) idle() (bool, error) {
+// idleStats is the store's count of jobs by state, for UntilIdle.
+func (r *Runner) idleStats() (map[store.State]int64, error) {
 	st, err := r.store.Stats()
 	if err != nil {
-		return false, fmt.Errorf("runner: stats: %w", err)
+		return nil, fmt.Errorf("runner: stats: %w", err)
 	}
-	return st[store.StatePending]+st[store.StateRunning]+st[store.StateUnknown] == 0, nil
+	return st, nil
 }
 
 // wait sleeps until the next due time, a wake-up, a finished worker, or
@@ -675,6 +700,7 @@ func (r *Runner) start(ctx context.Context, wg *sync.WaitGroup, c store.Claim, w
 	r.inflight++
 	r.held[c.Job.ID] = struct{}{}
 	r.mu.Unlock()
+	r.started.Add(1)
 	wg.Add(1)
 	r.tasks <- task{ctx: ctx, wg: wg, c: c, work: work}
 }
@@ -699,6 +725,7 @@ func (r *Runner) runTask(t task) {
 			return
 		}
 		c, s.next = *s.next, nil
+		r.started.Add(1)
 		work = r.attempt
 		if c.Job.State == store.StateUnknown {
 			work = r.resolveUnknown
@@ -791,6 +818,7 @@ func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 		}
 		if err == nil {
 			s.next = next
+			r.logEnd(c.Job, j)
 			if r.cfg.OnWrite != nil {
 				r.cfg.OnWrite(j)
 			}

@@ -132,13 +132,17 @@ func (m *Main) check(ctx context.Context, args []string) error {
 		return usagef("check: give at most one file")
 	}
 	path := dbt.String()
-	c, err := api.Open(dbt.path, dbt.options(&api.Options{ReadOnly: true, Direct: true, LockTimeout: 2 * time.Second, Warn: m.Stderr}))
+	c, err := m.open(dbt.path, dbt.options(&api.Options{ReadOnly: true, Direct: true, LockTimeout: 2 * time.Second}))
 	if err != nil {
 		if dbt.isURL() {
 			return openDBError(dbt, err)
 		}
 		if errors.Is(err, bolt.ErrLocked) {
 			return fmt.Errorf("%w; check a copy instead: idemrun backup COPY && idemrun check COPY", err)
+		}
+		if notAFile(err) {
+			// Nothing to check: invalid input (exit 2), not damage.
+			return &dbOpenError{err}
 		}
 		fmt.Fprintf(m.Stdout, "check: %s: FAILED to open: %s\n", path, checkOpenHint(err))
 		return &silentError{code: exitFailure}
@@ -162,6 +166,16 @@ func (m *Main) check(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "check: %s: ok (%d jobs; %s)\n", path, rep.Jobs, what)
 	return nil
+}
+
+// notAFile reports whether a database did not open because its path
+// holds nothing to check: no file, an empty one, or a directory.
+func notAFile(err error) bool {
+	if errors.Is(err, bolt.ErrNoDatabase) {
+		return true
+	}
+	fe, ok := errors.AsType[*bolt.FileError](err)
+	return ok && (fe.Problem == bolt.FileEmpty || fe.Problem == bolt.FileIsDirectory)
 }
 
 // schemaOrDefault is the schema of a Postgres target, named.

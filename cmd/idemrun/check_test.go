@@ -65,12 +65,17 @@ func TestCLICheck(t *testing.T) {
 	if r := e.run("check"); r.code != 0 || !strings.Contains(r.stdout, "ok") {
 		t.Errorf("check of $IDEMRUN_DB: got\n%s\nwant exit 0 and ok", r)
 	}
+	// A path with nothing to check is invalid input (exit 2); a file
+	// that is there but damaged is a failed check (exit 1, below).
 	missing := filepath.Join(e.dir, "missing.db")
-	if r := e.run("check", missing); r.code != 1 || !strings.Contains(r.stdout+r.stderr, "missing.db") {
-		t.Errorf("check of a missing file: got\n%s\nwant exit 1 naming it", r)
+	if r := e.run("check", missing); r.code != exitUsage || !strings.Contains(r.stderr, "missing.db does not exist") {
+		t.Errorf("check of a missing file: got\n%s\nwant exit 2 naming it", r)
 	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Errorf("check created %s (stat err %v)", missing, err)
+	}
+	if r := e.run("check", e.dir); r.code != exitUsage || !strings.Contains(r.stderr, "is a directory") {
+		t.Errorf("check of a directory: got\n%s\nwant exit 2 saying it is a directory", r)
 	}
 	for name, path := range storetest.DamagedCopies(t, e.db, e.dir, "damaged-") {
 		t.Run(name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -338,8 +339,13 @@ func sendAgainIfUnknown[T any](m *Main, db dbTarget, c **api.Client, fn func(*ap
 // create says whether a missing file may be created (only enqueue
 // creates).
 func (m *Main) openService(db dbTarget, create bool) (*api.Client, error) {
-	opts := db.options(&api.Options{LockTimeout: 300 * time.Millisecond, MustExist: !create, Warn: m.Stderr})
-	c, err := api.Open(db.path, opts)
+	if create {
+		if err := dbDirError(db); err != nil {
+			return nil, err
+		}
+	}
+	opts := db.options(&api.Options{LockTimeout: 300 * time.Millisecond, MustExist: !create})
+	c, err := m.open(db.path, opts)
 	if err == nil {
 		return c, nil
 	}
@@ -349,11 +355,43 @@ func (m *Main) openService(db dbTarget, create bool) (*api.Client, error) {
 	if !create && errors.Is(err, fs.ErrPermission) {
 		// A file this user may only read can still be inspected.
 		opts.ReadOnly = true
-		if c, rerr := api.Open(db.path, opts); rerr == nil {
+		if c, rerr := m.open(db.path, opts); rerr == nil {
 			return c, nil
 		}
 	}
 	return nil, err
+}
+
+// dbDirError is the refusal of a --db file that would be created in a
+// directory that does not exist, or nil. The store's own error names the
+// path twice and reads as damage; the fix is the directory.
+func dbDirError(db dbTarget) error {
+	if db.isURL() {
+		return nil
+	}
+	dir := filepath.Dir(db.path)
+	fi, err := os.Stat(dir)
+	if err == nil && fi.IsDir() {
+		return nil
+	}
+	why := dir + " does not exist"
+	switch {
+	case err == nil:
+		why = dir + " is not a directory"
+	case !errors.Is(err, fs.ErrNotExist):
+		why = err.Error()
+	}
+	return &api.InvalidError{Field: "db", Value: fmt.Sprintf("%q", db.path), Accepted: "a file in an existing directory (" + why + "; create it, or give another --db)"}
+}
+
+// open is api.Open with its warnings to standard error, held until the
+// open's outcome is known (heldWarnings).
+func (m *Main) open(path string, opts *api.Options) (*api.Client, error) {
+	hw := holdWarnings(m.Stderr)
+	opts.Warn = hw
+	c, err := api.Open(path, opts)
+	hw.release(err)
+	return c, err
 }
 
 // openDBError is the error of a Postgres database that did not open,

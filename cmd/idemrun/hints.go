@@ -2,6 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"net"
+	"net/url"
 	"strings"
 
 	"github.com/idemrun/idemrun/api"
@@ -18,12 +21,15 @@ import (
 // store that have one, or "".
 func hint(err error) string {
 	if fe, ok := errors.AsType[*bolt.FileError](err); ok {
-		switch fe.Problem {
-		case bolt.FileDamaged:
+		switch {
+		case fe.Problem == bolt.FileDamaged && errors.Is(fe, bolt.ErrNotDatabase):
+			// check cannot open such a file either: it would say the same.
+			return "give the path of an idemrun database with --db FILE"
+		case fe.Problem == bolt.FileDamaged:
 			return "run `idemrun check " + shellQuote(fe.Path) + "` to see what is damaged"
-		case bolt.FileEmpty:
+		case fe.Problem == bolt.FileEmpty:
 			return "enqueue a job (`idemrun enqueue`) to lay it out, or give another file with --db FILE"
-		case bolt.FileIsDirectory:
+		case fe.Problem == bolt.FileIsDirectory:
 			return "give a database file with --db FILE"
 		}
 	}
@@ -63,7 +69,7 @@ func withHint(err error) string {
 // checkOpenHint is withHint for a file `idemrun check` could not open:
 // without the hint to run check, which is what failed.
 func checkOpenHint(err error) string {
-	if fe, ok := errors.AsType[*bolt.FileError](err); ok && fe.Problem == bolt.FileDamaged {
+	if h := hint(err); strings.HasPrefix(h, "run `idemrun check ") {
 		return err.Error()
 	}
 	return withHint(err)
@@ -81,6 +87,25 @@ func resolveHint(j *api.Job) string {
 		return ""
 	}
 	return "idemrun resolve " + shellQuote(j.ID) + " --as succeeded|failed --note TEXT"
+}
+
+// schemeHint adds the URL meant to a refusal of a --url given without
+// its scheme (127.0.0.1:8080/x), the likeliest slip: http:// for a
+// loopback, IP or non-443 port target, https:// otherwise.
+func schemeHint(raw string, err error) error {
+	ie, ok := errors.AsType[*api.InvalidError](err)
+	if !ok || ie.Field != "url" || strings.Contains(raw, "://") {
+		return err
+	}
+	u, perr := url.Parse("http://" + raw)
+	if perr != nil || u.Hostname() == "" {
+		return err
+	}
+	scheme := "https://"
+	if h := u.Hostname(); h == "localhost" || net.ParseIP(h) != nil || (u.Port() != "" && u.Port() != "443") {
+		scheme = "http://"
+	}
+	return fmt.Errorf("%w; did you mean %s?", err, scheme+raw)
 }
 
 // flagHint names the flag behind a refusal of the lower layers, which

@@ -39,6 +39,7 @@ func TestStoreErrorsGetTheCLIHint(t *testing.T) {
 	}
 	small := write("small.db", bytes.Repeat([]byte{0xa5}, 100))
 	empty := write("empty.db", nil)
+	sqlite := write("x.sqlite", append([]byte("SQLite format 3\x00"), bytes.Repeat([]byte{0x5a}, 16<<10)...))
 	for _, tc := range []struct {
 		name  string
 		args  []string
@@ -53,7 +54,9 @@ func TestStoreErrorsGetTheCLIHint(t *testing.T) {
 		{"empty", []string{"list", "--db", empty}, exitUsage,
 			"is empty (0 bytes), not yet an idemrun database; check the path", "enqueue a job (`idemrun enqueue`) to lay it out, or give another file with --db FILE"},
 		{"too small", []string{"show", "--db", small, "some-key"}, exitUsage,
-			"is 100 bytes, too small to be a bbolt file; check the path", "run `idemrun check " + small + "` to see what is damaged"},
+			"is 100 bytes, too small to be a bbolt file; check the path", "give the path of an idemrun database with --db FILE"},
+		{"not bbolt", []string{"list", "--db", sqlite}, exitUsage,
+			"the file is not a bbolt file", "give the path of an idemrun database with --db FILE"},
 	} {
 		code, _, stderr := hintRun(t, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.store) || !strings.HasSuffix(strings.TrimSpace(stderr), "; "+tc.hint) {
@@ -61,15 +64,20 @@ func TestStoreErrorsGetTheCLIHint(t *testing.T) {
 		}
 	}
 
-	// check itself names no check to run when it cannot open a damaged
-	// file; the other hints it keeps.
+	// check itself names no check to run when it cannot open a file;
+	// the other hints it keeps.
 	code, stdout, _ := hintRun(t, "check", small)
-	if code != exitFailure || !strings.Contains(stdout, "FAILED to open") || !strings.Contains(stdout, "too small") || strings.Contains(stdout, "idemrun check") {
-		t.Errorf("check %s: exit %d, stdout\n%s\nwant exit 1, FAILED to open saying too small, and no hint to run check", small, code, stdout)
+	if code != exitFailure || !strings.Contains(stdout, "FAILED to open") || !strings.Contains(stdout, "too small") || strings.Contains(stdout, "idemrun check") ||
+		!strings.Contains(stdout, "give the path of an idemrun database") {
+		t.Errorf("check %s: exit %d, stdout\n%s\nwant exit 1, FAILED to open saying too small, no hint to run check, and the one to give a database", small, code, stdout)
 	}
-	code, stdout, _ = hintRun(t, "check", empty)
-	if code != exitFailure || !strings.Contains(stdout, "FAILED to open") || !strings.Contains(stdout, "`idemrun enqueue`") {
-		t.Errorf("check %s: exit %d, stdout\n%s\nwant exit 1, FAILED to open with the enqueue hint", empty, code, stdout)
+	code, stdout, _ = hintRun(t, "check", sqlite)
+	if code != exitFailure || !strings.Contains(stdout, "FAILED to open") || strings.Contains(stdout, "idemrun check") || !strings.Contains(stdout, "give the path of an idemrun database") {
+		t.Errorf("check %s: exit %d, stdout\n%s\nwant exit 1, FAILED to open, no hint to run check, and the one to give a database", sqlite, code, stdout)
+	}
+	code, _, stderr := hintRun(t, "check", empty)
+	if code != exitUsage || !strings.Contains(stderr, "is empty") || !strings.Contains(stderr, "`idemrun enqueue`") {
+		t.Errorf("check %s: exit %d, stderr\n%s\nwant exit 2 (nothing to check is invalid input), saying it is empty, with the enqueue hint", empty, code, stderr)
 	}
 }
 
@@ -97,6 +105,7 @@ func TestHint(t *testing.T) {
 		want string
 	}{
 		{&bolt.FileError{Path: "a b.db", Problem: bolt.FileDamaged, Err: base}, "run `idemrun check 'a b.db'` to see what is damaged"},
+		{&bolt.FileError{Path: "x.sqlite", Problem: bolt.FileDamaged, Err: fmt.Errorf("%w: x.sqlite: invalid database", bolt.ErrNotDatabase)}, "give the path of an idemrun database with --db FILE"},
 		{fmt.Errorf("compact: %w", &bolt.FileError{Path: "x.db", Problem: bolt.FileDamaged, Err: base}), "run `idemrun check x.db` to see what is damaged"},
 		{&bolt.FileError{Path: "x.db", Problem: bolt.FileEmpty, Err: base}, "enqueue a job (`idemrun enqueue`) to lay it out, or give another file with --db FILE"},
 		{&bolt.FileError{Path: "x", Problem: bolt.FileIsDirectory, Err: base}, "give a database file with --db FILE"},
@@ -140,6 +149,31 @@ func TestShowAddsResolveCommand(t *testing.T) {
 		}
 		if strings.Contains(buf.String(), "idemrun resolve") {
 			t.Errorf("show of a %s job names resolve:\n%s", st, buf.String())
+		}
+	}
+}
+
+// A --url without its scheme is refused with the URL meant; one with
+// another scheme gets no guess.
+func TestSchemeHint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct{ url, want string }{
+		{"127.0.0.1:8080/x", "; did you mean http://127.0.0.1:8080/x?"},
+		{"localhost:8080/x", "; did you mean http://localhost:8080/x?"},
+		{"api.example.com/pay", "; did you mean https://api.example.com/pay?"},
+		{"ftp://api.example.com/pay", ""},
+	} {
+		r := e.run("enqueue", "--url", tc.url)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "invalid url") {
+			t.Errorf("enqueue --url %s: got\n%s\nwant exit 2 refusing the url", tc.url, r)
+			continue
+		}
+		if tc.want == "" && strings.Contains(r.stderr, "did you mean") {
+			t.Errorf("enqueue --url %s: got\n%s\nwant no guess", tc.url, r)
+		}
+		if tc.want != "" && !strings.HasSuffix(strings.TrimSpace(r.stderr), tc.want) {
+			t.Errorf("enqueue --url %s: got\n%s\nwant it to end with %q", tc.url, r, tc.want)
 		}
 	}
 }

@@ -485,3 +485,25 @@ func TestFromRunAtPastDeadlineRefusesTheBatch(t *testing.T) {
 		t.Errorf("the good line was stored although the batch was refused:\n%s", r)
 	}
 }
+
+// enqueue refuses a duration flag out of its range with examples inside
+// that range: no "2h" for an attempt timeout of at most 10 minutes.
+func TestEnqueueDurationFlags(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct {
+		flag, value, want string
+	}{
+		{"--attempt-timeout", "1h", "invalid attempt-timeout 1h: accepted: a positive duration up to 10m, such as 500ms, 30s, 5m"},
+		{"--attempt-timeout", "0s", "invalid attempt-timeout 0s: accepted: a positive duration up to 10m, such as 500ms, 30s, 5m"},
+		{"--deadline", "1000h", "invalid deadline 1000h: accepted: a positive duration up to 720h, such as 30s, 5m, 2h"},
+	} {
+		r := e.run("enqueue", "--url", "http://127.0.0.1:9/x", tc.flag, tc.value)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("enqueue %s %s: got\n%s\nwant exit 2 and %q", tc.flag, tc.value, r, tc.want)
+		}
+	}
+	if _, err := os.Stat(e.db); !os.IsNotExist(err) {
+		t.Errorf("a refused enqueue created %s (stat err %v)", e.db, err)
+	}
+}

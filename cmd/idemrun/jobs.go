@@ -105,12 +105,15 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 	if fs.Changed("key") && *key == "" {
 		return &api.InvalidError{Field: "key", Value: `""`, Accepted: api.KeyAccepted + "; omit --key for a generated one"}
 	}
+	// Examples past a flag's own limit would mislead: each has its own.
 	for _, c := range []struct {
-		name string
-		d    time.Duration
-	}{{"deadline", *deadline}, {"attempt-timeout", *attemptTimeout}, {"key-ttl", *keyTTL}} {
-		if fs.Changed(c.name) && c.d <= 0 {
-			return &api.InvalidError{Field: c.name, Value: c.d.String(), Accepted: "a positive duration such as 30s, 5m, 2h"}
+		name     string
+		d, limit time.Duration
+		examples string
+	}{{"deadline", *deadline, api.MaxDeadline, "30s, 5m, 2h"}, {"attempt-timeout", *attemptTimeout, api.MaxAttemptTimeout, "500ms, 30s, 5m"},
+		{"key-ttl", *keyTTL, api.MaxKeyTTL, "30s, 5m, 2h"}} {
+		if fs.Changed(c.name) && (c.d <= 0 || c.d > c.limit) {
+			return &api.InvalidError{Field: c.name, Value: shortDuration(c.d), Accepted: fmt.Sprintf("a positive duration up to %s, such as %s", shortDuration(c.limit), c.examples)}
 		}
 	}
 	if fs.Changed("max-attempts") && *maxAttempts < 1 {
@@ -134,7 +137,7 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 		return err
 	}
 	if _, err := api.ValidateFor(dbt.path, req, o, *allow); err != nil {
-		return err
+		return schemeHint(*url, err)
 	}
 	if o.Key == "" {
 		o.Key = idemkey.New() // here, so a second try after no answer is the same job
@@ -394,13 +397,7 @@ func (m *Main) list(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tATTEMPTS\tLAST\tMETHOD\tURL\tUPDATED\tKEY")
 	for _, j := range page.Jobs {
-		last := "-"
-		if j.LastStatus != 0 {
-			last = fmt.Sprint(j.LastStatus)
-		} else if j.LastClass != "" {
-			last = j.LastClass
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, stateOf(j), j.MaxAttempts-j.AttemptsLeft, j.MaxAttempts, last, j.Method, trunc(j.URL, 48), ago(j.UpdatedAt), trunc(j.Key, 40))
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, stateOf(j), j.MaxAttempts-j.AttemptsLeft, j.MaxAttempts, lastOf(j), j.Method, trunc(j.URL, 48), ago(j.UpdatedAt), trunc(j.Key, 40))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -409,6 +406,21 @@ func (m *Main) list(ctx context.Context, args []string) error {
 		fmt.Fprintf(m.Stdout, "more: %s\n", more)
 	}
 	return nil
+}
+
+// lastOf is list's LAST column: the last attempt's status or class, or
+// "found" when a status query settled the job (its last attempt's
+// "unknown" is what the query answered, not how the job ended).
+func lastOf(j *api.Job) string {
+	switch {
+	case j.Result != nil && j.Result.Source == "status_query" && j.State.Terminal():
+		return "found"
+	case j.LastStatus != 0:
+		return fmt.Sprint(j.LastStatus)
+	case j.LastClass != "":
+		return j.LastClass
+	}
+	return "-"
 }
 
 // nextPageCommand is the list command that prints the page after this one:
@@ -514,6 +526,26 @@ func showable(r rune) bool {
 	return true
 }
 
+// plural is n with its noun: 1 query, 2 queries.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// shortDuration is d as a flag takes it, without zero units: 10m, 720h.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
 func ago(t time.Time) string {
 	if t.IsZero() {
 		return "-"
@@ -599,14 +631,17 @@ func renderJob(w io.Writer, j *api.Job) error {
 		p("attempts", "%d of %d (timeout %s each)", j.Attempts, j.MaxAttempts, time.Duration(j.AttemptTimeout))
 	}
 	if j.StatusURL != "" {
-		p("status url", "%s (%d queries)", printable(j.StatusURL), j.StatusQueries)
+		p("status url", "%s (%s)", printable(j.StatusURL), plural(j.StatusQueries, "query", "queries"))
 	}
 	if j.KeyTTL != 0 {
 		p("key ttl", "%s", time.Duration(j.KeyTTL))
 	}
 	p("created", "%s", j.CreatedAt.Format(time.RFC3339Nano))
 	p("updated", "%s", j.UpdatedAt.Format(time.RFC3339Nano))
-	p("next run", "%s", j.NextRunAt.Format(time.RFC3339Nano))
+	if j.State == store.StatePending || j.State == store.StateUnknown {
+		// Only these are run again by themselves.
+		p("next run", "%s", j.NextRunAt.Format(time.RFC3339Nano))
+	}
 	p("deadline", "%s", j.Deadline.Format(time.RFC3339Nano))
 	if j.LastError != "" {
 		p("last error", "%s", printable(j.LastError))
@@ -632,12 +667,27 @@ func renderJob(w io.Writer, j *api.Job) error {
 	if j.HistoryDropped > 0 {
 		fmt.Fprintf(w, "  (%d events dropped after the first ones: attempts and status queries first, a person's actions last)\n", j.HistoryDropped)
 	}
+	// An attempt a recovery closed ended when the recovery ran, which is
+	// not when the attempt ended: nobody saw that.
+	type mark struct {
+		n  int
+		at int64
+	}
+	recovered := map[mark]bool{}
+	for _, e := range j.History {
+		if e.Kind == store.EventRecovery {
+			recovered[mark{e.N, e.Start.UnixNano()}] = true
+		}
+	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  WHEN\tWHAT\tTOOK\tRESULT\tDETAIL\tNEXT")
 	for _, e := range j.History {
 		what, result, detail, next := string(e.Kind), "", "", ""
 		took := "-"
-		if !e.End.IsZero() {
+		switch {
+		case e.Kind == store.EventAttempt && !e.End.IsZero() && recovered[mark{e.N, e.End.UnixNano()}]:
+			took = "end unknown"
+		case !e.End.IsZero():
 			took = e.End.Sub(e.Start).Round(time.Microsecond).String()
 		}
 		switch e.Kind {
@@ -717,13 +767,13 @@ func (m *Main) stats(ctx context.Context, args []string) error {
 
 func (m *Main) cancel(ctx context.Context, args []string) error {
 	return m.steer(ctx, "cancel", args, func(svc *api.Client, id, note string) (*api.Job, error) {
-		return svc.Cancel(ctx, id, api.Actor(), note)
+		return svc.Cancel(ctx, id, m.actor(), note)
 	})
 }
 
 func (m *Main) retry(ctx context.Context, args []string) error {
 	return m.steer(ctx, "retry", args, func(svc *api.Client, id, note string) (*api.Job, error) {
-		return svc.Retry(ctx, id, api.Actor(), note)
+		return svc.Retry(ctx, id, m.actor(), note)
 	})
 }
 
@@ -783,7 +833,7 @@ func (m *Main) resolve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer svc.Close()
-	j, err := svc.Resolve(ctx, fs.Arg(0), store.State(*as), api.Actor(), *note)
+	j, err := svc.Resolve(ctx, fs.Arg(0), store.State(*as), m.actor(), *note)
 	if err != nil {
 		return err
 	}

@@ -124,13 +124,16 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if *pollOnly && !dbt.isURL() {
 		return &api.InvalidError{Field: "poll-only", Value: "true", Accepted: "with a postgres:// --db only (a bbolt file is worked by one process, which hears its own enqueues)"}
 	}
+	if err := dbDirError(dbt); err != nil {
+		return err
+	}
 	path := dbt.path
 	_, statErr := os.Stat(path)
-	opts := dbt.options(&api.Options{AllowHosts: *allow, Warn: m.Stderr, Direct: true})
+	opts := dbt.options(&api.Options{AllowHosts: *allow, Direct: true})
 	if opts.Postgres != nil {
 		opts.Postgres.PollOnly = *pollOnly
 	}
-	client, err := api.Open(path, opts)
+	client, err := m.open(path, opts)
 	if err != nil {
 		if dbt.isURL() {
 			return openDBError(dbt, err)
@@ -232,7 +235,7 @@ func serveSocket(sock string, h http.Handler, logger *slog.Logger) (func(), erro
 	var err error
 	withPrivateUmask(func() { ln, err = net.Listen("unix", sock) })
 	if err != nil {
-		return nil, fmt.Errorf("admin socket: listen %s: %w", sock, err)
+		return nil, socketListenError(err)
 	}
 	if err := os.Chmod(sock, 0o600); err != nil {
 		ln.Close()
@@ -250,6 +253,17 @@ func serveSocket(sock string, h http.Handler, logger *slog.Logger) (func(), erro
 		_ = srv.Shutdown(ctx)
 		_ = os.Remove(sock)
 	}, nil
+}
+
+// socketListenError is a failure to bind the admin socket, with the flag
+// that runs without one: a file system that cannot hold a unix socket
+// (some network and FUSE mounts) says only "function not implemented".
+func socketListenError(err error) error {
+	const without = "start with --no-socket to run without it (CLI commands then cannot reach this runner while it runs)"
+	if errors.Is(err, errors.ErrUnsupported) {
+		return fmt.Errorf("admin socket: %w: this file system cannot hold a unix socket; %s, or put the database on another file system", err, without)
+	}
+	return fmt.Errorf("admin socket: %w; %s", err, without)
 }
 
 func sweepLoop(ctx context.Context, c *api.Client, retention, keyRetention time.Duration, logger *slog.Logger) {
