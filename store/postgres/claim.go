@@ -1,9 +1,13 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -185,8 +189,20 @@ func (db *DB) FinishClaim(ctx context.Context, c store.Claim, fn store.Transitio
 	if c.Fence > 1<<63-1 {
 		return nil, nil, fmt.Errorf("%w: job %s: claim fence %d", store.ErrFenced, j.ID, c.Fence)
 	}
+	r := &finishReq{c: c, j: j, col: col, next: next, wake: make(chan bool, 1)}
+	db.finishGrouped(ctx, r)
+	if r.err != nil {
+		return nil, nil, r.err
+	}
+	return j, r.nc, nil
+}
+
+// finishOne writes one finish, and its next claim, in a transaction of
+// its own.
+func (db *DB) finishOne(ctx context.Context, r *finishReq) {
+	c, j, col, next := r.c, r.j, r.col, r.next
 	var nc *store.Claim
-	err = db.tx(ctx, func(tx pgx.Tx) error {
+	err := db.tx(ctx, func(tx pgx.Tx) error {
 		nc = nil
 		held := false
 		if !c.Fenced(c.Job) {
@@ -198,25 +214,28 @@ func (db *DB) FinishClaim(ctx context.Context, c store.Claim, fn store.Transitio
 			held = tag.RowsAffected() == 1
 		}
 		if !held {
-			var exists bool
-			if err := tx.QueryRow(ctx, db.q.jobExists, j.ID).Scan(&exists); err != nil {
-				return err
-			}
-			if !exists {
-				return fmt.Errorf("%w: job %s", store.ErrNotFound, j.ID)
-			}
-			return fmt.Errorf("%w: job %s changed since claim %d (attempt %d, runner %s)", store.ErrFenced, j.ID, c.Fence, c.Attempt, c.Owner)
+			return db.notHeld(ctx, tx, c, j)
 		}
 		if next == nil {
 			return nil
 		}
+		var err error
 		nc, err = db.claimNext(ctx, tx, *next)
 		return err
 	})
-	if err != nil {
-		return nil, nil, err
+	r.nc, r.err = nc, err
+}
+
+// notHeld is the refusal of a finish whose claim no longer holds the job.
+func (db *DB) notHeld(ctx context.Context, tx pgx.Tx, c store.Claim, j *store.Job) error {
+	var exists bool
+	if err := tx.QueryRow(ctx, db.q.jobExists, j.ID).Scan(&exists); err != nil {
+		return err
 	}
-	return j, nc, nil
+	if !exists {
+		return fmt.Errorf("%w: job %s", store.ErrNotFound, j.ID)
+	}
+	return fmt.Errorf("%w: job %s changed since claim %d (attempt %d, runner %s)", store.ErrFenced, j.ID, c.Fence, c.Attempt, c.Owner)
 }
 
 // claimNext claims, in a finish's transaction, the due pending or unknown
@@ -279,4 +298,303 @@ func (db *DB) claimNext(ctx context.Context, tx pgx.Tx, next store.NextClaim) (*
 	}
 	cl := store.ClaimOf(pick.job)
 	return &cl, nil
+}
+
+// Finishes are grouped: concurrent FinishClaim calls on one handle share
+// a transaction, and with it the round trips, the search for next jobs
+// and the commit. Each caller returns after the commit that holds its
+// finish and its next claim, so a claim is durable before its job is
+// sent, as with a transaction of its own.
+const (
+	// maxFinishBatch is the most finishes in one transaction.
+	maxFinishBatch = 128
+	// maxFinishTxs is the most grouped transactions in flight per handle:
+	// while some wait for their commits, the next group forms.
+	maxFinishTxs = 2
+)
+
+// finishReq is one FinishClaim on its way through a group.
+type finishReq struct {
+	c    store.Claim
+	j    *store.Job
+	col  cols
+	next *store.NextClaim
+
+	nc  *store.Claim
+	err error
+	// wake receives false when the request is done, true when it leads
+	// batch.
+	wake  chan bool
+	batch []*finishReq
+}
+
+// finishGroup queues a handle's finishes for the transactions that run
+// them.
+type finishGroup struct {
+	mu      sync.Mutex
+	queue   []*finishReq
+	running int
+}
+
+// finishGroups holds the group of each handle with finishes in flight; a
+// group is removed when it runs out of work, so closed handles leave none.
+var finishGroups sync.Map // *DB → *finishGroup
+
+// finishGrouped runs r in a grouped transaction and returns when r's
+// result is set. The first caller to find a free transaction leads: it
+// runs the queue as one batch; a leader done with its batch hands the
+// next one to a request in it, so no caller waits for more than the
+// batch before its own and its own.
+func (db *DB) finishGrouped(ctx context.Context, r *finishReq) {
+	v, _ := finishGroups.LoadOrStore(db, &finishGroup{})
+	g := v.(*finishGroup)
+	g.mu.Lock()
+	g.queue = append(g.queue, r)
+	if g.running < maxFinishTxs {
+		g.running++
+		r.batch = g.takeLocked()
+		g.mu.Unlock()
+		db.leadFinishes(ctx, g, r)
+	} else {
+		g.mu.Unlock()
+	}
+	for lead := range r.wake {
+		if !lead {
+			return
+		}
+		db.leadFinishes(ctx, g, r)
+	}
+}
+
+// takeLocked takes up to maxFinishBatch queued requests.
+func (g *finishGroup) takeLocked() []*finishReq {
+	n := min(len(g.queue), maxFinishBatch)
+	b := g.queue[:n:n]
+	g.queue = g.queue[n:]
+	if len(g.queue) == 0 {
+		g.queue = nil
+	}
+	return b
+}
+
+// leadFinishes runs leader.batch, wakes its requests and passes the
+// transaction on to the next batch, if any.
+func (db *DB) leadFinishes(ctx context.Context, g *finishGroup, leader *finishReq) {
+	batch := leader.batch
+	leader.batch = nil
+	// The batch is others' work too: the leader's cancellation must not
+	// cut it short.
+	db.runFinishes(context.WithoutCancel(ctx), batch)
+	g.mu.Lock()
+	var next []*finishReq
+	if len(g.queue) > 0 {
+		next = g.takeLocked()
+	} else {
+		g.running--
+		if g.running == 0 {
+			finishGroups.CompareAndDelete(db, g)
+		}
+	}
+	g.mu.Unlock()
+	for _, r := range batch {
+		r.wake <- false
+	}
+	if next != nil {
+		next[0].batch = next
+		next[0].wake <- true
+	}
+}
+
+// runFinishes writes a batch of finishes and their next claims in one
+// transaction. A transaction that fails before its commit is tried again
+// finish by finish, so each gets its own outcome; a failed commit is
+// every finish's error, as it would be alone.
+func (db *DB) runFinishes(ctx context.Context, batch []*finishReq) {
+	if len(batch) == 1 {
+		db.finishOne(ctx, batch[0])
+		return
+	}
+	// Rows are locked in the order of their ids, so two batches never
+	// wait for each other in a cycle.
+	slices.SortStableFunc(batch, func(a, b *finishReq) int { return strings.Compare(a.j.ID, b.j.ID) })
+	committing := false
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		for _, r := range batch {
+			r.nc, r.err = nil, nil
+		}
+		if err := db.finishBatch(ctx, tx, batch); err != nil {
+			return err
+		}
+		committing = true
+		return nil
+	})
+	switch {
+	case err == nil:
+	case committing:
+		for _, r := range batch {
+			r.nc, r.err = nil, err
+		}
+	default:
+		for _, r := range batch {
+			db.finishOne(ctx, r)
+		}
+	}
+}
+
+// finishBatch writes the finishes of batch, sorted by job id, and claims
+// next jobs for those held that ask, in tx. One round trip sends every
+// finish, the leases of the claiming runners and the search for due
+// jobs; a second one writes the claims.
+func (db *DB) finishBatch(ctx context.Context, tx pgx.Tx, batch []*finishReq) error {
+	b := &pgx.Batch{}
+	queued := make([]bool, len(batch))
+	var owners []string
+	wants := 0
+	var now time.Time
+	for i, r := range batch {
+		c := r.c
+		if !c.Fenced(c.Job) {
+			b.Queue(db.q.finish, append(r.col.updateArgs(), int64(c.Fence), int64(c.Attempt), c.Owner, string(c.Job.State), sortNanos(c.Job))...)
+			queued[i] = true
+		}
+		if r.next == nil {
+			continue
+		}
+		// Due for every claimer of the batch: due at the earliest clock
+		// reading among them.
+		if wants == 0 || r.next.Now.Before(now) {
+			now = r.next.Now
+		}
+		wants++
+		if o := r.next.Owner; o != "" && !slices.Contains(owners, o) {
+			owners = append(owners, o)
+		}
+	}
+	for _, o := range owners {
+		b.Queue(db.q.leaseExpires, o)
+	}
+	if wants > 0 {
+		b.Queue(db.q.nextDueN, nanos(now), wants)
+	}
+	br := tx.SendBatch(ctx, b)
+	held := make([]bool, len(batch))
+	for i := range batch {
+		if !queued[i] {
+			continue
+		}
+		tag, err := br.Exec()
+		if err != nil {
+			br.Close()
+			return err
+		}
+		held[i] = tag.RowsAffected() == 1
+	}
+	expires := map[string]int64{}
+	for _, o := range owners {
+		var e int64
+		err := br.QueryRow().Scan(&e)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			br.Close()
+			return err
+		}
+		if err == nil {
+			expires[o] = e
+		}
+	}
+	var pend, unk []nextCand
+	if wants > 0 {
+		rows, err := br.Query()
+		if err != nil {
+			br.Close()
+			return err
+		}
+		for rows.Next() {
+			var id, s string
+			var sort int64
+			var rec []byte
+			if err := rows.Scan(&id, &s, &sort, &rec); err != nil {
+				rows.Close()
+				br.Close()
+				return err
+			}
+			j, err := decodeJob(rec)
+			if err != nil || j.ID != id {
+				continue // damaged: Check reports it; ClaimDue passes over it too
+			}
+			if c := (nextCand{store.State(s), sort, j}); c.s == store.StatePending {
+				pend = append(pend, c)
+			} else {
+				unk = append(unk, c)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	if err := br.Close(); err != nil {
+		return err
+	}
+	byDue := func(a, b nextCand) int {
+		if a.sort != b.sort {
+			return cmp.Compare(a.sort, b.sort)
+		}
+		return strings.Compare(a.job.ID, b.job.ID)
+	}
+	slices.SortFunc(pend, byDue)
+	slices.SortFunc(unk, byDue)
+
+	// The refused finishes, then the next claims, earliest due first
+	// (pending first on a tie), for the held finishes whose runner holds
+	// a live lease.
+	claims := &pgx.Batch{}
+	for i, r := range batch {
+		if !held[i] {
+			r.err = db.notHeld(ctx, tx, r.c, r.j)
+			if !errors.Is(r.err, store.ErrNotFound) && !errors.Is(r.err, store.ErrFenced) {
+				return r.err // the database's error: the batch fails
+			}
+			continue
+		}
+		n := r.next
+		if n == nil {
+			continue
+		}
+		if n.Owner != "" {
+			if e, ok := expires[n.Owner]; !ok || nanos(n.Now) >= e {
+				continue
+			}
+		}
+		for r.nc == nil && len(pend)+len(unk) > 0 {
+			var pick nextCand
+			if len(unk) == 0 || (len(pend) > 0 && pend[0].sort <= unk[0].sort) {
+				pick, pend = pend[0], pend[1:]
+			} else {
+				pick, unk = unk[0], unk[1:]
+			}
+			prepare := n.Pending
+			if pick.s == store.StateUnknown {
+				prepare = n.Unknown
+			}
+			col, err := claimed(pick.job, pick.s, n.Now, n.Owner, prepare)
+			if err != nil {
+				continue // left to ClaimDue, which reports it
+			}
+			claims.Queue(db.q.update, col.updateArgs()...)
+			cl := store.ClaimOf(pick.job)
+			r.nc = &cl
+		}
+	}
+	if claims.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, claims).Close()
+}
+
+// nextCand is a due job found for a next claim.
+type nextCand struct {
+	s    store.State
+	sort int64
+	job  *store.Job
 }

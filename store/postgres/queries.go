@@ -12,7 +12,7 @@ type queries struct {
 	insert, update, finish                          string
 	jobByID, jobByIDLocked, jobByKey, jobExists     string
 	tombByKey, tombsByKeys, deleteJobs              string
-	due, nextDue                                    string
+	due, nextDue, nextDueN                          string
 	leaseExpires, register, heartbeat, deregister   string
 	leases, dropExpired, rescuable, advisoryXact    string
 	releaseTombs, sweep, insertTombs                string
@@ -52,6 +52,13 @@ func newQueries(schema string) queries {
 				ORDER BY sort_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED),
 			u AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'unknown' AND sort_ns <= $1
 				ORDER BY sort_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+			SELECT * FROM p UNION ALL SELECT * FROM u`,
+		// Up to $2 due jobs of each claimable state, for a group of
+		// finishes that each claim one.
+		nextDueN: `WITH p AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'pending' AND sort_ns <= $1
+				ORDER BY sort_ns, id LIMIT $2 FOR UPDATE SKIP LOCKED),
+			u AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'unknown' AND sort_ns <= $1
+				ORDER BY sort_ns, id LIMIT $2 FOR UPDATE SKIP LOCKED)
 			SELECT * FROM p UNION ALL SELECT * FROM u`,
 
 		leaseExpires: `SELECT expires_ns FROM {schema}.runners WHERE id = $1`,
@@ -104,7 +111,7 @@ func (q *queries) all() []*string {
 		&q.insert, &q.update, &q.finish,
 		&q.jobByID, &q.jobByIDLocked, &q.jobByKey, &q.jobExists,
 		&q.tombByKey, &q.tombsByKeys, &q.deleteJobs,
-		&q.due, &q.nextDue,
+		&q.due, &q.nextDue, &q.nextDueN,
 		&q.leaseExpires, &q.register, &q.heartbeat, &q.deregister,
 		&q.leases, &q.dropExpired, &q.rescuable, &q.advisoryXact,
 		&q.releaseTombs, &q.sweep, &q.insertTombs,
