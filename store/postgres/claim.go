@@ -417,6 +417,16 @@ func (db *DB) runFinishes(ctx context.Context, batch []*finishReq) {
 	// Rows are locked in the order of their ids, so two batches never
 	// wait for each other in a cycle.
 	slices.SortStableFunc(batch, func(a, b *finishReq) int { return strings.Compare(a.j.ID, b.j.ID) })
+	for i := 1; i < len(batch); i++ {
+		if batch[i].j.ID == batch[i-1].j.ID {
+			// Two finishes of one job apply in turn; one statement
+			// over both would apply one of them.
+			for _, r := range batch {
+				db.finishOne(ctx, r)
+			}
+			return
+		}
+	}
 	committing := false
 	err := db.tx(ctx, func(tx pgx.Tx) error {
 		for _, r := range batch {
@@ -447,15 +457,19 @@ func (db *DB) runFinishes(ctx context.Context, batch []*finishReq) {
 // jobs; a second one writes the claims.
 func (db *DB) finishBatch(ctx context.Context, tx pgx.Tx, batch []*finishReq) error {
 	b := &pgx.Batch{}
-	queued := make([]bool, len(batch))
+	var fin manyCols
 	var owners []string
 	wants := 0
 	var now time.Time
-	for i, r := range batch {
+	for _, r := range batch {
 		c := r.c
 		if !c.Fenced(c.Job) {
-			b.Queue(db.q.finish, append(r.col.updateArgs(), int64(c.Fence), int64(c.Attempt), c.Owner, string(c.Job.State), sortNanos(c.Job))...)
-			queued[i] = true
+			fin.add(r.col)
+			fin.cFence = append(fin.cFence, int64(c.Fence))
+			fin.cAttempts = append(fin.cAttempts, int64(c.Attempt))
+			fin.cOwner = append(fin.cOwner, c.Owner)
+			fin.cState = append(fin.cState, string(c.Job.State))
+			fin.cSort = append(fin.cSort, sortNanos(c.Job))
 		}
 		if r.next == nil {
 			continue
@@ -470,6 +484,9 @@ func (db *DB) finishBatch(ctx context.Context, tx pgx.Tx, batch []*finishReq) er
 			owners = append(owners, o)
 		}
 	}
+	if len(fin.id) > 0 {
+		b.Queue(db.q.finishMany, append(fin.args(), fin.cFence, fin.cAttempts, fin.cOwner, fin.cState, fin.cSort)...)
+	}
 	for _, o := range owners {
 		b.Queue(db.q.leaseExpires, o)
 	}
@@ -477,17 +494,31 @@ func (db *DB) finishBatch(ctx context.Context, tx pgx.Tx, batch []*finishReq) er
 		b.Queue(db.q.nextDueN, nanos(now), wants)
 	}
 	br := tx.SendBatch(ctx, b)
-	held := make([]bool, len(batch))
-	for i := range batch {
-		if !queued[i] {
-			continue
-		}
-		tag, err := br.Exec()
+	heldIDs := map[string]bool{}
+	if len(fin.id) > 0 {
+		rows, err := br.Query()
 		if err != nil {
 			br.Close()
 			return err
 		}
-		held[i] = tag.RowsAffected() == 1
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				br.Close()
+				return err
+			}
+			heldIDs[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	held := make([]bool, len(batch))
+	for i, r := range batch {
+		held[i] = !r.c.Fenced(r.c.Job) && heldIDs[r.j.ID]
 	}
 	expires := map[string]int64{}
 	for _, o := range owners {
@@ -548,7 +579,7 @@ func (db *DB) finishBatch(ctx context.Context, tx pgx.Tx, batch []*finishReq) er
 	// The refused finishes, then the next claims, earliest due first
 	// (pending first on a tie), for the held finishes whose runner holds
 	// a live lease.
-	claims := &pgx.Batch{}
+	var claims manyCols
 	for i, r := range batch {
 		if !held[i] {
 			r.err = db.notHeld(ctx, tx, r.c, r.j)
@@ -581,15 +612,44 @@ func (db *DB) finishBatch(ctx context.Context, tx pgx.Tx, batch []*finishReq) er
 			if err != nil {
 				continue // left to ClaimDue, which reports it
 			}
-			claims.Queue(db.q.update, col.updateArgs()...)
+			claims.add(col)
 			cl := store.ClaimOf(pick.job)
 			r.nc = &cl
 		}
 	}
-	if claims.Len() == 0 {
+	if len(claims.id) == 0 {
 		return nil
 	}
-	return tx.SendBatch(ctx, claims).Close()
+	_, err := tx.Exec(ctx, db.q.updateMany, claims.args()...)
+	return err
+}
+
+// manyCols are the columns of several jobs as arrays, for updateMany and
+// finishMany, and the claims a finishMany checks.
+type manyCols struct {
+	id, state         []string
+	next, updated     []int64
+	fence, attempts   []int64
+	owner, job        []string
+	cFence, cAttempts []int64
+	cOwner, cState    []string
+	cSort             []int64
+}
+
+func (m *manyCols) add(c cols) {
+	m.id = append(m.id, c.id)
+	m.state = append(m.state, c.state)
+	m.next = append(m.next, c.next)
+	m.updated = append(m.updated, c.updated)
+	m.fence = append(m.fence, c.fence)
+	m.attempts = append(m.attempts, c.attempts)
+	m.owner = append(m.owner, c.owner)
+	m.job = append(m.job, string(c.job))
+}
+
+// args are the arguments of updateMany, and the first ones of finishMany.
+func (m *manyCols) args() []any {
+	return []any{m.id, m.state, m.next, m.updated, m.fence, m.attempts, m.owner, m.job}
 }
 
 // nextCand is a due job found for a next claim.

@@ -9,7 +9,7 @@ import (
 // queries are the store's statements with the schema's name filled in.
 // Every table name is qualified: nothing depends on the search_path.
 type queries struct {
-	insert, update, finish                          string
+	insert, update, finish, updateMany, finishMany  string
 	jobByID, jobByIDLocked, jobByKey, jobExists     string
 	tombByKey, tombsByKeys, deleteJobs              string
 	due, nextDue, nextDueN                          string
@@ -35,6 +35,22 @@ func newQueries(schema string) queries {
 		// fence, attempt and owner, and the claimed state and time.
 		finish: `UPDATE {schema}.jobs SET state = $2, next_run_ns = $3, updated_ns = $4, fence = $5, attempts = $6, owner = $7, job = $8
 			WHERE id = $1 AND fence = $9 AND attempts = $10 AND owner = $11 AND state IN ('running', 'unknown') AND state = $12 AND sort_ns = $13`,
+
+		// update and finish over arrays, one element per job: one
+		// statement for a batch of jobs.
+		updateMany: `UPDATE {schema}.jobs AS j SET state = u.state, next_run_ns = u.next_run_ns, updated_ns = u.updated_ns,
+				fence = u.fence, attempts = u.attempts, owner = u.owner, job = u.job::json
+			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::text[])
+				AS u(id, state, next_run_ns, updated_ns, fence, attempts, owner, job)
+			WHERE j.id = u.id::uuid`,
+		finishMany: `UPDATE {schema}.jobs AS j SET state = u.state, next_run_ns = u.next_run_ns, updated_ns = u.updated_ns,
+				fence = u.fence, attempts = u.attempts, owner = u.owner, job = u.job::json
+			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::text[],
+					$9::bigint[], $10::bigint[], $11::text[], $12::text[], $13::bigint[])
+				AS u(id, state, next_run_ns, updated_ns, fence, attempts, owner, job, c_fence, c_attempts, c_owner, c_state, c_sort)
+			WHERE j.id = u.id::uuid AND j.fence = u.c_fence AND j.attempts = u.c_attempts AND j.owner = u.c_owner
+				AND j.state IN ('running', 'unknown') AND j.state = u.c_state AND j.sort_ns = u.c_sort
+			RETURNING j.id::text`,
 
 		jobByID:       `SELECT job FROM {schema}.jobs WHERE id = $1`,
 		jobByIDLocked: `SELECT job FROM {schema}.jobs WHERE id = $1 FOR UPDATE`,
@@ -108,7 +124,7 @@ func newQueries(schema string) queries {
 // all lists every statement, for newQueries to fill in the schema.
 func (q *queries) all() []*string {
 	return []*string{
-		&q.insert, &q.update, &q.finish,
+		&q.insert, &q.update, &q.finish, &q.updateMany, &q.finishMany,
 		&q.jobByID, &q.jobByIDLocked, &q.jobByKey, &q.jobExists,
 		&q.tombByKey, &q.tombsByKeys, &q.deleteJobs,
 		&q.due, &q.nextDue, &q.nextDueN,
