@@ -60,21 +60,24 @@ func newQueries(schema string) queries {
 		tombsByKeys:   `SELECT key, job_id::text, updated_ns FROM {schema}.key_tombs WHERE key = ANY($1)`,
 		deleteJobs:    `DELETE FROM {schema}.jobs WHERE id = ANY($1)`,
 
-		due: `SELECT id::text, job FROM {schema}.jobs WHERE state = $1 AND sort_ns <= $2 AND NOT (id = ANY($3))
-			ORDER BY sort_ns, id LIMIT $4 FOR UPDATE SKIP LOCKED`,
+		// Claims order by the table's id (j.id), not by the id::text
+		// selected: that order is the index's, so the rows are read and
+		// locked in index order with no sort.
+		due: `SELECT j.id::text, j.job FROM {schema}.jobs j WHERE j.state = $1 AND j.sort_ns <= $2 AND NOT (j.id = ANY($3))
+			ORDER BY j.sort_ns, j.id LIMIT $4 FOR UPDATE SKIP LOCKED`,
 		// The earliest due job of each claimable state, each through the
 		// index; the caller takes the earlier of the two.
-		nextDue: `WITH p AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'pending' AND sort_ns <= $1
-				ORDER BY sort_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED),
-			u AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'unknown' AND sort_ns <= $1
-				ORDER BY sort_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+		nextDue: `WITH p AS (SELECT j.id::text, j.state, j.sort_ns, j.job FROM {schema}.jobs j WHERE j.state = 'pending' AND j.sort_ns <= $1
+				ORDER BY j.sort_ns, j.id LIMIT 1 FOR UPDATE SKIP LOCKED),
+			u AS (SELECT j.id::text, j.state, j.sort_ns, j.job FROM {schema}.jobs j WHERE j.state = 'unknown' AND j.sort_ns <= $1
+				ORDER BY j.sort_ns, j.id LIMIT 1 FOR UPDATE SKIP LOCKED)
 			SELECT * FROM p UNION ALL SELECT * FROM u`,
 		// Up to $2 due jobs of each claimable state, for a group of
 		// finishes that each claim one.
-		nextDueN: `WITH p AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'pending' AND sort_ns <= $1
-				ORDER BY sort_ns, id LIMIT $2 FOR UPDATE SKIP LOCKED),
-			u AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'unknown' AND sort_ns <= $1
-				ORDER BY sort_ns, id LIMIT $2 FOR UPDATE SKIP LOCKED)
+		nextDueN: `WITH p AS (SELECT j.id::text, j.state, j.sort_ns, j.job FROM {schema}.jobs j WHERE j.state = 'pending' AND j.sort_ns <= $1
+				ORDER BY j.sort_ns, j.id LIMIT $2 FOR UPDATE SKIP LOCKED),
+			u AS (SELECT j.id::text, j.state, j.sort_ns, j.job FROM {schema}.jobs j WHERE j.state = 'unknown' AND j.sort_ns <= $1
+				ORDER BY j.sort_ns, j.id LIMIT $2 FOR UPDATE SKIP LOCKED)
 			SELECT * FROM p UNION ALL SELECT * FROM u`,
 
 		leaseExpires: `SELECT expires_ns FROM {schema}.runners WHERE id = $1`,
