@@ -1,11 +1,13 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/idemrun/idemrun/statusquery"
 	"github.com/idemrun/idemrun/store"
 	"github.com/idemrun/idemrun/store/bolt"
+	"github.com/idemrun/idemrun/store/postgres"
 )
 
 // Options configures Open. A nil *Options means all defaults.
@@ -55,8 +58,12 @@ type Options struct {
 	// DefaultAttemptTimeout is a job's attempt timeout when it gives none.
 	// Defaults to 10 seconds.
 	DefaultAttemptTimeout time.Duration
-	// Store passes storage options through (fault hooks, batch size).
+	// Store passes bbolt storage options through (fault hooks, batch
+	// size).
 	Store *bolt.Options
+	// Postgres configures a postgres:// database: the schema that holds
+	// idemrun's tables, the pool size, polling only.
+	Postgres *postgres.Options
 	// Warn receives warnings (e.g. a database file readable by others).
 	// Defaults to standard error.
 	Warn io.Writer
@@ -84,17 +91,39 @@ type Client struct {
 	changes changes
 }
 
-// Open opens or creates the idemrun database at path. When a runner holds
-// the file and answers on its admin socket (SocketPath), the client works
-// through the socket instead, without waiting for the file's lock: a
-// socket beside the file usually means a runner holds it, so it is asked
-// first. Set Options.Direct for the file alone.
+// Open opens the idemrun database at path: a bbolt file, or a Postgres
+// database when path is a postgres:// or postgresql:// URL (IsURL).
+//
+// A bbolt file is created when missing (unless Options.MustExist). When a
+// runner holds the file and answers on its admin socket (SocketPath), the
+// client works through the socket instead, without waiting for the
+// file's lock: a socket beside the file usually means a runner holds it,
+// so it is asked first. Set Options.Direct for the file alone.
+//
+// A Postgres database is shared by every process that opens it, runners
+// included, so the client always works on it directly. Open creates
+// nothing there: a database without idemrun's schema is refused with an
+// error matching ErrNoSchema (Migrate creates it). No error names the
+// URL's password.
 func Open(path string, opts *Options) (*Client, error) {
 	c, err := newClient(opts)
 	if err != nil {
 		return nil, err
 	}
 	o := &c.opts
+	if IsURL(path) {
+		ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+		defer cancel()
+		db, err := postgres.Open(ctx, path, o.Postgres)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.attach(db, o.ReadOnly, opts); err != nil {
+			db.Close()
+			return nil, err
+		}
+		return c, nil
+	}
 	if !o.Direct {
 		if _, err := os.Stat(SocketPath(path)); err == nil {
 			r, err := dialSocket(path)
@@ -119,6 +148,79 @@ func Open(path string, opts *Options) (*Client, error) {
 		return nil, fmt.Errorf("%w; its admin socket did not answer either (%v)", err, rerr)
 	}
 	return c.through(r), nil
+}
+
+// connectTimeout bounds Open's first connection to a database server
+// that does not answer.
+const connectTimeout = 15 * time.Second
+
+// IsURL reports whether db names a Postgres database (a postgres:// or
+// postgresql:// URL) rather than a bbolt file.
+func IsURL(db string) bool {
+	i := strings.Index(db, "://")
+	if i < 0 {
+		return false
+	}
+	scheme := strings.ToLower(db[:i])
+	return scheme == "postgres" || scheme == "postgresql"
+}
+
+// Migrate creates idemrun's tables in the Postgres database at url (in
+// the schema of opts.Postgres, "idemrun" by default), or brings them to
+// this idemrun's version. It is idempotent, and safe when several
+// processes run it at once. A bbolt file needs none: Open creates and
+// upgrades it.
+func Migrate(ctx context.Context, url string, opts *Options) error {
+	if !IsURL(url) {
+		return invalid("db", fmt.Sprintf("%q", url), "a postgres:// or postgresql:// URL (a bbolt file needs no migration: it is created and upgraded when opened)")
+	}
+	var po *postgres.Options
+	if opts != nil {
+		po = opts.Postgres
+	}
+	return postgres.Migrate(ctx, url, po)
+}
+
+// SchemaVersion is the version of idemrun's Postgres schema that this
+// idemrun reads and writes, and Migrate brings a database to.
+var SchemaVersion = postgres.SchemaVersion
+
+// Redacted returns db as it may be shown: a URL with its password
+// masked, a file path as it is.
+func Redacted(db string) string {
+	if IsURL(db) {
+		return postgres.Redacted(db)
+	}
+	return db
+}
+
+// New returns a client over an open store of any backend; the client
+// owns it (Close closes it). opts are as for Open; those about opening a
+// file or a database do not apply.
+func New(st store.Store, opts *Options) (*Client, error) {
+	c, err := newClient(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.attach(st, c.opts.ReadOnly, opts); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// attach makes the open store st c's own: it records the sensitive names
+// given and reads those recorded, and takes the store's clock when it
+// keeps one (store.Clock) and opts set none.
+func (c *Client) attach(st store.Store, readOnly bool, opts *Options) error {
+	red, err := sensitiveNames(st, readOnly, c.opts.SensitiveHeaders, c.opts.SensitiveParams, c.opts.Warn)
+	if err != nil {
+		return err
+	}
+	if clk, ok := st.(store.Clock); ok && (opts == nil || opts.Now == nil) {
+		c.opts.Now = clk.Now
+	}
+	c.st, c.red, c.where = st, red, location(st)
+	return nil
 }
 
 // DialSocket returns a client that works through the admin socket of the
@@ -210,12 +312,11 @@ func (c *Client) openFile(path string) error {
 	if err != nil {
 		return err
 	}
-	red, err := sensitiveNames(db, so.ReadOnly, o.SensitiveHeaders, o.SensitiveParams, o.Warn)
-	if err != nil {
+	if err := c.attach(db, so.ReadOnly, nil); err != nil {
 		db.Close()
 		return err
 	}
-	c.st, c.red, c.where = db, red, path
+	c.where = path
 	return nil
 }
 
@@ -345,4 +446,11 @@ var (
 	// was deleted or replaced while open. Stop, check the disk or the
 	// file, and open it again.
 	ErrFailed = store.ErrFailed
+	// ErrNoSchema: the Postgres database lacks idemrun's schema, or holds
+	// an older version of it; Migrate creates or upgrades it.
+	ErrNoSchema = postgres.ErrNoSchema
+	// ErrCommitUnknown: the connection to the database ended while the
+	// write committed; it may or may not be stored. A write that carries
+	// its idempotency key is safe to send again.
+	ErrCommitUnknown = store.ErrCommitUnknown
 )

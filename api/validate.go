@@ -334,6 +334,11 @@ func ValidateFor(path string, req Request, o EnqueueOptions, allowHosts []string
 	if err == nil {
 		return r, nil
 	}
+	if IsURL(path) {
+		// The database's recorded names are not read before it is
+		// opened: every value is hidden instead.
+		return validateWith(redact.All(), req, o, allowHosts)
+	}
 	if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
 		return nil, err // no file, no recorded names: the defaults are all
 	}

@@ -338,3 +338,62 @@ func heldTarget(t *testing.T) (*target, func()) {
 	t.Cleanup(release)
 	return tg, release
 }
+
+// flakyBeats is a store whose heartbeats fail while down is set, as a
+// database that cannot be reached for a while.
+type flakyBeats struct {
+	*bolt.DB
+	down atomic.Bool
+}
+
+func (f *flakyBeats) Heartbeat(ctx context.Context, id string, now time.Time, ttl time.Duration) error {
+	if f.down.Load() {
+		return store.ErrUnavailable
+	}
+	return f.DB.Heartbeat(ctx, id, now, ttl)
+}
+
+// A runner whose heartbeats fail claims nothing once its lease has gone a
+// missed beat unrenewed, though its lease has not expired yet (another
+// runner is about to rescue its jobs and query their status), and claims
+// again once a heartbeat lands.
+func TestRunPausesClaimsWhileItsLeaseGoesUnrenewed(t *testing.T) {
+	db := openStore(t)
+	tg := statusTarget(t, http.StatusCreated)
+	fs := &flakyBeats{DB: db}
+	fs.down.Store(true)
+	cfg := testConfig(t)
+	cfg.UntilIdle = false
+	cfg.LeaseTTL = 3 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	started := time.Now()
+	go func() { errc <- runner.New(fs, cfg).Run(ctx) }()
+
+	first := newJob(tg.URL())
+	enqueue(t, db, first)
+	waitFor(t, "the first job to succeed", func() bool { return getJob(t, db, first.ID).State == store.StateSucceeded })
+	// Past two thirds of the lease since it was registered, short of its
+	// expiry: stale.
+	time.Sleep(time.Until(started.Add(2200 * time.Millisecond)))
+	second := newJob(tg.URL())
+	enqueue(t, db, second)
+	time.Sleep(300 * time.Millisecond)
+	if got := getJob(t, db, second.ID); got.State != store.StatePending {
+		t.Fatalf("with its lease unrenewed for 2.5 s of 3 s, the runner claimed a job (%s)", got.State)
+	}
+	healed := time.Now()
+	fs.down.Store(false)
+	waitFor(t, "the second job to succeed after a heartbeat landed", func() bool { return getJob(t, db, second.ID).State == store.StateSucceeded })
+	if ev := getJob(t, db, second.ID).LastEvent(store.EventAttempt); ev == nil || ev.Start.Before(healed) {
+		t.Errorf("the second job's attempt started at %v, before the heartbeat could land (%v)", ev, healed)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := tg.N(); n != 2 {
+		t.Errorf("target got %d requests, want 2", n)
+	}
+}

@@ -22,6 +22,8 @@ type Store interface {
 	store.Work
 	OldestDue(s store.State) (time.Time, error)
 	Stats() (map[store.State]int64, error)
+	// List finds the runner's orphaned claims (adoptOrphans).
+	List(f store.ListFilter) (store.ListPage, error)
 }
 
 // Config configures a Runner. Every zero field takes the default its comment
@@ -38,7 +40,9 @@ type Config struct {
 	// it heartbeats every third of it, and looks for the running jobs of
 	// runners whose lease expired as often. Defaults to DefaultLeaseTTL.
 	LeaseTTL time.Duration
-	// Now is the clock. Defaults to time.Now.
+	// Now is the clock that schedules and leases are judged by. Defaults
+	// to the store's when it keeps one (store.Clock: a database shared by
+	// many machines), else time.Now.
 	Now func() time.Time
 	// Rand is the jitter source. Defaults to one seeded from crypto/rand, so
 	// two processes draw different delays. The runner locks around it.
@@ -290,6 +294,17 @@ type Runner struct {
 	reserved int
 	// failed holds the first store.ErrFailed a write met: Run stops with it.
 	failed atomic.Pointer[error]
+	// renewedAt is the clock reading (unix nanoseconds) the lease was
+	// last registered or renewed at (leaseFresh).
+	renewedAt atomic.Int64
+	// stale is set while claims are paused for a stale lease (for the log).
+	stale atomic.Bool
+	// held are the jobs this runner's workers work (under mu); orphans is
+	// set when a claim's commit outcome was unknown; claimGate keeps
+	// claims and the adoption of orphans apart (orphans.go).
+	held      map[string]struct{}
+	orphans   atomic.Bool
+	claimGate sync.RWMutex
 }
 
 // noteFailed records err when it stops the runner (store.ErrFailed: no
@@ -305,12 +320,16 @@ func (r *Runner) noteFailed(err error) bool {
 
 // New returns a Runner over s.
 func New(s Store, cfg Config) *Runner {
+	if clk, ok := s.(store.Clock); ok && cfg.Now == nil {
+		cfg.Now = clk.Now
+	}
 	cfg.setDefaults()
 	r := &Runner{
 		store: s,
 		cfg:   cfg,
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}, 1),
+		held:  map[string]struct{}{},
 	}
 	if cfg.Checker != nil {
 		r.checker, r.custom = cfg.Checker, true
@@ -373,6 +392,16 @@ func (r *Runner) Run(ctx context.Context) error {
 		return fmt.Errorf("runner: lease: %w", err)
 	}
 	defer stopLease()
+	if w, ok := r.store.(store.Wakeups); ok {
+		// Other processes' enqueues wake this runner as its own do.
+		wctx, endWakeups := context.WithCancel(ctx)
+		defer endWakeups()
+		go func(ch <-chan struct{}) {
+			for range ch {
+				r.Notify()
+			}
+		}(w.Wakeups(wctx))
+	}
 	if _, err := r.Recover(ctx); err != nil {
 		if ctx.Err() != nil {
 			// Stopped before recovery ended: nothing was claimed, and
@@ -573,9 +602,18 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (r *Runner) claimAndStart(ctx, workCtx context.Context, wg *sync.WaitGroup, free int) (int, error) {
 	plan := r.claimPlan()
 	now := plan.Now
+	if !r.leaseFresh(now) {
+		if !r.stale.Swap(true) {
+			r.cfg.Logger.Warn("runner lease not renewed; claiming paused until a heartbeat lands", "runner", r.cfg.ID)
+		}
+		return 0, nil // the next renewal wakes the scheduler
+	}
 	started := 0
+	r.claimGate.RLock()
+	defer r.claimGate.RUnlock()
 	pend, err := r.store.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now, Limit: free, Owner: plan.Owner, Prepare: plan.Pending})
 	if err != nil {
+		r.noteClaimErr(err)
 		return 0, err
 	}
 	for _, c := range pend {
@@ -587,6 +625,7 @@ func (r *Runner) claimAndStart(ctx, workCtx context.Context, wg *sync.WaitGroup,
 	}
 	unk, err := r.store.ClaimDue(ctx, store.ClaimRequest{State: store.StateUnknown, Now: now, Limit: free, Owner: plan.Owner, Prepare: plan.Unknown})
 	if err != nil {
+		r.noteClaimErr(err)
 		return started, err
 	}
 	for _, c := range unk {
@@ -629,6 +668,7 @@ type slot struct {
 func (r *Runner) start(ctx context.Context, wg *sync.WaitGroup, c store.Claim, work workFunc) {
 	r.mu.Lock()
 	r.inflight++
+	r.held[c.Job.ID] = struct{}{}
 	r.mu.Unlock()
 	wg.Add(1)
 	r.tasks <- task{ctx: ctx, wg: wg, c: c, work: work}
@@ -649,6 +689,7 @@ func (r *Runner) runTask(t task) {
 	c, work := t.c, t.work
 	for {
 		work(t.ctx, s, c)
+		r.release(c.Job.ID)
 		if s.next == nil {
 			return
 		}
@@ -662,10 +703,11 @@ func (r *Runner) runTask(t task) {
 
 // mayChain reports whether a worker's outcome write may claim its next job:
 // not once Run is stopping, nor once the runner must stop (its lease lost,
-// its store failed). (During the startup ramp it may: a chained worker
-// keeps its slot, so the number of jobs in flight stays within the ramp.)
+// its store failed), nor while its lease goes unrenewed. (During the
+// startup ramp it may: a chained worker keeps its slot, so the number of
+// jobs in flight stays within the ramp.)
 func (r *Runner) mayChain() bool {
-	if r.failed.Load() != nil {
+	if r.failed.Load() != nil || !r.leaseFresh(r.cfg.Now()) {
 		return false
 	}
 	select {
@@ -726,13 +768,21 @@ func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 	wait := 50 * time.Millisecond
 	var plan *store.NextClaim
 	if r.mayChain() {
+		r.claimGate.RLock()
 		plan = r.claimPlan()
 	}
 	for {
 		j, next, err := r.store.FinishClaim(context.Background(), c, fn, plan)
 		// The first try also claims the worker's next job in the same
 		// commit; retries after a failure only write the outcome.
-		plan = nil
+		if plan != nil {
+			if next != nil {
+				r.hold(next.Job.ID)
+			}
+			r.noteClaimErr(err)
+			r.claimGate.RUnlock()
+			plan = nil
+		}
 		if err == nil {
 			s.next = next
 			if r.cfg.OnWrite != nil {

@@ -51,6 +51,17 @@ type ClaimRequest struct {
 	Owner string
 	// Prepare, when set, sees each claimed job before it is written.
 	Prepare ClaimFunc
+	// SkipHosts passes over due jobs whose ClaimHost is one of these
+	// (paused, throttled, full), without reading each one's record where
+	// the backend can avoid it: a host with many due jobs must not hold up
+	// the others.
+	SkipHosts []string
+	// Admit, when set, is asked for each due job not skipped, with its
+	// ClaimHost, before it is claimed; a job it refuses stays due and
+	// unclaimed. A true answer is a promise the caller keeps (a token
+	// spent), so it is asked only for a job that is then claimed, unless
+	// the claim fails.
+	Admit func(host string) bool
 }
 
 // NextClaim asks FinishClaim to claim one more due job in the
@@ -63,6 +74,9 @@ type NextClaim struct {
 	// Pending prepares a claimed pending job, Unknown a claimed unknown
 	// one, as ClaimRequest.Prepare does.
 	Pending, Unknown ClaimFunc
+	// SkipHosts and Admit are as in ClaimRequest.
+	SkipHosts []string
+	Admit     func(host string) bool
 }
 
 // TransitionFunc changes a loaded job (state, fields, history). Returning an

@@ -15,6 +15,7 @@ import (
 	"github.com/idemrun/idemrun/internal/fsutil"
 	"github.com/idemrun/idemrun/store"
 	"github.com/idemrun/idemrun/store/bolt"
+	"github.com/idemrun/idemrun/store/postgres"
 )
 
 func (m *Main) backup(ctx context.Context, args []string) error {
@@ -32,9 +33,15 @@ func (m *Main) backup(ctx context.Context, args []string) error {
 	if fi, err := os.Stat(filepath.Dir(out)); err != nil || !fi.IsDir() {
 		return &api.InvalidError{Field: "OUT", Value: fmt.Sprintf("%q", out), Accepted: "a path in an existing directory (" + filepath.Dir(out) + " is not one)"}
 	}
-	src := m.dbPath(*db)
+	src, err := m.db(fs, *db)
+	if err != nil {
+		return err
+	}
+	if src.isURL() {
+		return usagef("backup: %s is a Postgres database; back it up with Postgres's own tools, e.g. pg_dump --schema=%s (idemrun backup copies a bbolt file)", src, schemaOrDefault(src))
+	}
 	if abs1, _ := filepath.Abs(out); abs1 != "" {
-		if abs2, _ := filepath.Abs(src); abs1 == abs2 {
+		if abs2, _ := filepath.Abs(src.path); abs1 == abs2 {
 			return &api.InvalidError{Field: "OUT", Value: fmt.Sprintf("%q", out), Accepted: "a path other than the database itself"}
 		}
 	}
@@ -84,7 +91,14 @@ func (m *Main) compact(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("compact: unexpected argument %q", fs.Arg(0))
 	}
-	path := m.dbPath(*db)
+	dbt, err := m.db(fs, *db)
+	if err != nil {
+		return err
+	}
+	if dbt.isURL() {
+		return usagef("compact: %s is a Postgres database, which reclaims space itself (autovacuum); to return it to the system run VACUUM FULL on %s.jobs with the runners stopped (idemrun compact rewrites a bbolt file)", dbt, schemaOrDefault(dbt))
+	}
+	path := dbt.path
 	res, err := bolt.Compact(path, &bolt.Options{LockTimeout: 2 * time.Second})
 	if err != nil {
 		if errors.Is(err, bolt.ErrLocked) {
@@ -108,14 +122,21 @@ func (m *Main) check(ctx context.Context, args []string) error {
 	if err := m.parse(fs, args); err != nil {
 		return err
 	}
-	path := m.dbPath(*db)
+	dbt, err := m.db(fs, *db)
+	if err != nil {
+		return err
+	}
 	if fs.NArg() == 1 {
-		path = fs.Arg(0)
+		dbt.path = fs.Arg(0)
 	} else if fs.NArg() > 1 {
 		return usagef("check: give at most one file")
 	}
-	c, err := api.Open(path, &api.Options{ReadOnly: true, Direct: true, LockTimeout: 2 * time.Second, Warn: m.Stderr})
+	path := dbt.String()
+	c, err := api.Open(dbt.path, dbt.options(&api.Options{ReadOnly: true, Direct: true, LockTimeout: 2 * time.Second, Warn: m.Stderr}))
 	if err != nil {
+		if dbt.isURL() {
+			return openDBError(dbt, err)
+		}
 		if errors.Is(err, bolt.ErrLocked) {
 			return fmt.Errorf("%w; check a copy instead: idemrun backup COPY && idemrun check COPY", err)
 		}
@@ -135,8 +156,20 @@ func (m *Main) check(ctx context.Context, args []string) error {
 		}
 		return &silentError{code: exitFailure}
 	}
-	fmt.Fprintf(m.Stdout, "check: %s: ok (%d jobs; bbolt pages, counters, indexes and key map consistent)\n", path, rep.Jobs)
+	what := "bbolt pages, counters, indexes and key map consistent"
+	if dbt.isURL() {
+		what = "every job record decodes and agrees with its columns, keys and leases"
+	}
+	fmt.Fprintf(m.Stdout, "check: %s: ok (%d jobs; %s)\n", path, rep.Jobs, what)
 	return nil
+}
+
+// schemaOrDefault is the schema of a Postgres target, named.
+func schemaOrDefault(db dbTarget) string {
+	if db.schema == "" {
+		return postgres.DefaultSchema
+	}
+	return db.schema
 }
 
 func (m *Main) watch(ctx context.Context, args []string) error {
@@ -155,7 +188,10 @@ func (m *Main) watch(ctx context.Context, args []string) error {
 	if *count < 0 {
 		return &api.InvalidError{Field: "count", Value: fmt.Sprint(*count), Accepted: "0 or more"}
 	}
-	path := m.dbPath(*db)
+	path, err := m.db(fs, *db)
+	if err != nil {
+		return err
+	}
 	tty := isTTY(m.Stdout)
 	var prev api.Stats
 	prevAt := time.Now()
@@ -232,7 +268,7 @@ var watchOldest = []store.State{store.StateUnknown, store.StateNeedsAttention}
 // runner's socket) and closes it before returning: held across the wait,
 // the file's lock would keep a runner from starting, and a restarted
 // runner's new socket would go unseen.
-func (m *Main) watchRead(ctx context.Context, path string, lists bool) (api.Stats, map[store.State][]*api.Job, error) {
+func (m *Main) watchRead(ctx context.Context, path dbTarget, lists bool) (api.Stats, map[store.State][]*api.Job, error) {
 	svc, err := m.openService(path, false)
 	if err != nil {
 		return nil, nil, err

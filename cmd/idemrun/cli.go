@@ -18,6 +18,7 @@ import (
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
 	"github.com/idemrun/idemrun/store/bolt"
+	"github.com/idemrun/idemrun/store/postgres"
 )
 
 // Exit codes: 0 success, 2 usage errors and invalid input (nothing
@@ -69,6 +70,7 @@ func commands() []command {
 		{"compact", "rewrite the database without its free pages (runner stopped)", (*Main).compact},
 		{"demo", "see the promise hold: fake target, faults, kill -9, zero duplicates", (*Main).demo},
 		{"bench", "measure enqueue and worked jobs/s against a loopback target", (*Main).bench},
+		{"migrate", "create or upgrade idemrun's schema in a Postgres database", (*Main).migrate},
 	}
 }
 
@@ -104,7 +106,7 @@ func (m *Main) usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "--db defaults to $IDEMRUN_DB, else ./idemrun.db.")
+	fmt.Fprintln(w, "--db defaults to $IDEMRUN_DB, else ./idemrun.db: a bbolt file, or a postgres:// URL.")
 }
 
 // report prints err and maps it to an exit code.
@@ -123,18 +125,25 @@ func (m *Main) report(err error) int {
 	case errors.As(err, &ue), errors.Is(err, api.ErrInvalid):
 		fmt.Fprintf(m.Stderr, "idemrun: %s%s\n", withHint(err), flagHint(err))
 		return exitUsage
-	case errors.Is(err, bolt.ErrNotDatabase), errors.Is(err, bolt.ErrNewerSchema), errors.Is(err, bolt.ErrLocked):
+	case errors.Is(err, bolt.ErrNotDatabase), errors.Is(err, bolt.ErrNewerSchema), errors.Is(err, bolt.ErrLocked), errors.As(err, new(*dbOpenError)):
 		// Bad input in the foundation issue's list: a path that is not an
 		// idemrun database, or one another process holds (nothing written).
 		fmt.Fprintf(m.Stderr, "idemrun: %s\n", withHint(err))
 		return exitUsage
-	case errors.Is(err, api.ErrOutcomeUnknown):
+	case outcomeUnknown(err):
 		fmt.Fprintf(m.Stderr, "idemrun: %s\n", withHint(err))
 		return exitUnknown
 	default:
 		fmt.Fprintf(m.Stderr, "idemrun: %s\n", withHint(err))
 		return exitFailure
 	}
+}
+
+// outcomeUnknown reports whether err leaves a write's outcome unknown: a
+// runner that never answered, or a database connection that ended during
+// the commit.
+func outcomeUnknown(err error) bool {
+	return errors.Is(err, api.ErrOutcomeUnknown) || errors.Is(err, api.ErrCommitUnknown)
 }
 
 // silentError carries an exit code for a failure already printed.
@@ -151,9 +160,64 @@ func (m *Main) flags(name, usage string) (*pflag.FlagSet, *string) {
 		fmt.Fprintf(m.Stderr, "usage: idemrun %s %s\n\n", name, usage)
 		fs.PrintDefaults()
 	}
-	db := fs.String("db", "", "database file (default $IDEMRUN_DB, else ./idemrun.db)")
+	db := fs.String("db", "", "database: a bbolt file or a postgres:// URL (default $IDEMRUN_DB, else ./idemrun.db)")
+	fs.String("schema", "", "Postgres schema of idemrun's tables, with a postgres:// --db (default $IDEMRUN_SCHEMA, else idemrun)")
 	return fs, db
 }
+
+// dbTarget is the database a command works on: a bbolt file or a
+// Postgres URL, and the schema for a URL.
+type dbTarget struct {
+	path   string
+	schema string // "" for the default
+}
+
+// isURL reports whether the target is a Postgres database.
+func (t dbTarget) isURL() bool { return api.IsURL(t.path) }
+
+// String is the target as messages show it: a URL's password masked.
+func (t dbTarget) String() string {
+	s := api.Redacted(t.path)
+	if t.schema != "" {
+		s += " (schema " + t.schema + ")"
+	}
+	return s
+}
+
+// options returns o with the target's schema set.
+func (t dbTarget) options(o *api.Options) *api.Options {
+	if t.isURL() {
+		o.Postgres = &postgres.Options{Schema: t.schema}
+	}
+	return o
+}
+
+// db returns the database that --db, $IDEMRUN_DB or the default names,
+// with --schema or $IDEMRUN_SCHEMA. A schema given for a bbolt file is
+// refused: it would be ignored.
+func (m *Main) db(fs *pflag.FlagSet, flag string) (dbTarget, error) {
+	t := dbTarget{path: m.dbPath(flag)}
+	if f := fs.Lookup("schema"); f != nil && f.Value.String() != "" {
+		t.schema = f.Value.String()
+	} else {
+		t.schema = m.Getenv("IDEMRUN_SCHEMA")
+	}
+	if !t.isURL() && fs.Changed("schema") {
+		return t, &api.InvalidError{Field: "schema", Value: fmt.Sprintf("%q", t.schema), Accepted: "a schema name with a postgres:// --db (a bbolt file has no schemas)"}
+	}
+	if !t.isURL() {
+		t.schema = ""
+	}
+	return t, nil
+}
+
+// dbOpenError is a Postgres database that could not be opened: a URL
+// that does not parse, a server that does not answer, a refused login, a
+// missing database or schema. Nothing was written (exit 2).
+type dbOpenError struct{ err error }
+
+func (e *dbOpenError) Error() string { return e.err.Error() }
+func (e *dbOpenError) Unwrap() error { return e.err }
 
 // workerFlags are the runner's concurrency and client flags, shared by run
 // and bench.
@@ -235,21 +299,21 @@ func (m *Main) printJSON(v any) error {
 // runner's successor, or the file itself), which is safe because every
 // job fn enqueues carries its key from the first try; the jobs the first
 // try stored come back as existing.
-func sendAgainIfUnknown[T any](m *Main, path string, c **api.Client, fn func(*api.Client) (T, error)) (T, error) {
+func sendAgainIfUnknown[T any](m *Main, db dbTarget, c **api.Client, fn func(*api.Client) (T, error)) (T, error) {
 	res, err := fn(*c)
-	if !errors.Is(err, api.ErrOutcomeUnknown) {
+	if !outcomeUnknown(err) {
 		return res, err
 	}
 	fmt.Fprintf(m.Stderr, "idemrun: warning: %v; sending it again\n", err)
 	(*c).Close()
-	again, oerr := m.openService(path, true)
+	again, oerr := m.openService(db, true)
 	if oerr != nil {
 		*c = nil
-		return res, fmt.Errorf("%w; and reopening %s failed (%v): check with `idemrun list` or `idemrun show KEY` before enqueueing again", err, path, oerr)
+		return res, fmt.Errorf("%w; and reopening %s failed (%v): check with `idemrun list` or `idemrun show KEY` before enqueueing again", err, db, oerr)
 	}
 	*c = again
 	res2, err2 := fn(again)
-	if err2 != nil && !errors.Is(err2, api.ErrOutcomeUnknown) {
+	if err2 != nil && !outcomeUnknown(err2) {
 		// A definite refusal of the second try says nothing of the first,
 		// which may have been done: the outcome stays unknown.
 		return res2, fmt.Errorf("%w; sent again: %v", err, err2)
@@ -261,20 +325,35 @@ func sendAgainIfUnknown[T any](m *Main, path string, c **api.Client, fn func(*ap
 // client through the runner's admin socket beside it (api.Open chooses).
 // create says whether a missing file may be created (only enqueue
 // creates).
-func (m *Main) openService(path string, create bool) (*api.Client, error) {
-	opts := &api.Options{LockTimeout: 300 * time.Millisecond, MustExist: !create, Warn: m.Stderr}
-	c, err := api.Open(path, opts)
+func (m *Main) openService(db dbTarget, create bool) (*api.Client, error) {
+	opts := db.options(&api.Options{LockTimeout: 300 * time.Millisecond, MustExist: !create, Warn: m.Stderr})
+	c, err := api.Open(db.path, opts)
 	if err == nil {
 		return c, nil
+	}
+	if db.isURL() {
+		return nil, openDBError(db, err)
 	}
 	if !create && errors.Is(err, fs.ErrPermission) {
 		// A file this user may only read can still be inspected.
 		opts.ReadOnly = true
-		if c, rerr := api.Open(path, opts); rerr == nil {
+		if c, rerr := api.Open(db.path, opts); rerr == nil {
 			return c, nil
 		}
 	}
 	return nil, err
+}
+
+// openDBError is the error of a Postgres database that did not open,
+// with what to do about it. A canceled command is not bad input.
+func openDBError(db dbTarget, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	if h := dbHint(db, err); h != "" {
+		err = fmt.Errorf("%w; %s", err, h)
+	}
+	return &dbOpenError{err}
 }
 
 func stateNames(ss []string) ([]store.State, error) {

@@ -13,8 +13,14 @@ import (
 )
 
 func (m *Main) demo(ctx context.Context, args []string) error {
-	fs, db := m.flags("demo", "[--jobs N] [--kills N] [--workers N] [--dedup] [--lose P] [--busy P] ... [--json]")
-	_ = fs.MarkHidden("db") // the demo works on its own scratch database
+	fs, db := m.flags("demo", "[--db postgres://... [--nodes N] [--schema S]] [--jobs N] [--kills N] [--workers N] [--dedup] [--lose P] [--busy P] ... [--json]")
+	// Only the flag counts, never $IDEMRUN_DB: without it the demo works
+	// on a scratch bbolt file of its own.
+	fs.Lookup("db").Usage = "a postgres:// URL: the demo's nodes share that database, in a schema the demo creates and drops (default: a scratch bbolt file of its own)"
+	nodes := fs.Int("nodes", 1, "runner processes sharing the database at once (more than 1 needs a postgres:// --db)")
+	// Only the flag counts, never $IDEMRUN_SCHEMA: the demo makes a
+	// schema of its own, so its nodes never send jobs it did not enqueue.
+	fs.Lookup("schema").Usage = "with --db: the schema to create, run in and drop; it must not exist (default idemrun_demo_ and random hex)"
 	f := demo.DefaultFaults()
 	jobs := fs.Int("jobs", 1000, "payment creates to enqueue")
 	kills := fs.Int("kills", 3, "times the runner is killed with SIGKILL")
@@ -40,8 +46,18 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("demo: unexpected argument %q", fs.Arg(0))
 	}
-	if *db != "" {
-		return &api.InvalidError{Field: "db", Value: fmt.Sprintf("%q", *db), Accepted: "nothing: the demo always works on its own scratch database, which it deletes"}
+	schema := fs.Lookup("schema").Value.String()
+	if *db != "" && !api.IsURL(*db) {
+		return &api.InvalidError{Field: "db", Value: fmt.Sprintf("%q", *db), Accepted: "a postgres:// or postgresql:// URL, which the demo's nodes share; without --db the demo works on a scratch bbolt file of its own, which it deletes"}
+	}
+	if *nodes < 1 || *nodes > 64 {
+		return &api.InvalidError{Field: "nodes", Value: fmt.Sprint(*nodes), Accepted: "an integer from 1 to 64"}
+	}
+	if *nodes > 1 && *db == "" {
+		return &api.InvalidError{Field: "nodes", Value: fmt.Sprint(*nodes), Accepted: "1 without --db; more only with a postgres:// --db, which the nodes share (a bbolt file takes one runner at a time)"}
+	}
+	if schema != "" && *db == "" {
+		return &api.InvalidError{Field: "schema", Value: fmt.Sprintf("%q", schema), Accepted: "nothing without a postgres:// --db"}
 	}
 	if *workers < 1 || *workers > 10000 {
 		return &api.InvalidError{Field: "workers", Value: fmt.Sprint(*workers), Accepted: "an integer from 1 to 10000"}
@@ -79,7 +95,7 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 		return fmt.Errorf("demo: cannot find my own binary to start runners: %w", err)
 	}
 	cfg := demo.Config{Binary: bin, Jobs: *jobs, Kills: *kills, Workers: *workers, Faults: &f, Dedup: *dedup, Seed: *seed,
-		Out: m.Stdout, Live: isTTY(m.Stdout) && !*asJSON}
+		Out: m.Stdout, Live: isTTY(m.Stdout) && !*asJSON, DB: *db, Schema: schema, Nodes: *nodes}
 	if *asJSON {
 		cfg.Out = m.Stderr
 	}
@@ -90,7 +106,12 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 		cfg.KillAfterMin, cfg.KillAfterMax = 50*time.Millisecond, 600*time.Millisecond
 		cfg.Timeout = 10 * time.Minute
 	}
-	fmt.Fprintf(cfg.Out, "idemrun demo: %d payment creates against a fake target on 127.0.0.1 (dedup %v), faults on, runner killed with SIGKILL %d times\n", *jobs, *dedup, *kills)
+	if *db == "" {
+		fmt.Fprintf(cfg.Out, "idemrun demo: %d payment creates against a fake target on 127.0.0.1 (dedup %v), faults on, runner killed with SIGKILL %d times\n", *jobs, *dedup, *kills)
+	} else {
+		fmt.Fprintf(cfg.Out, "idemrun demo: %d payment creates against a fake target on 127.0.0.1 (dedup %v), faults on, %d node(s) sharing %s, one killed with SIGKILL %d times\n",
+			*jobs, *dedup, *nodes, api.Redacted(*db), *kills)
+	}
 	sum, err := demo.Run(ctx, cfg)
 	if err != nil {
 		return err

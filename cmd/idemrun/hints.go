@@ -7,6 +7,7 @@ import (
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/store"
 	"github.com/idemrun/idemrun/store/bolt"
+	"github.com/idemrun/idemrun/store/postgres"
 )
 
 // The store, the runner and the API speak their own terms (Check, Backup,
@@ -30,6 +31,25 @@ func hint(err error) string {
 		return "enqueue a job (`idemrun enqueue`) to create it, or give another file with --db FILE"
 	}
 	return ""
+}
+
+// dbHint is what to do about a Postgres database that did not open.
+func dbHint(db dbTarget, err error) string {
+	switch {
+	case errors.Is(err, postgres.ErrNoSchema):
+		return "create or upgrade it with `idemrun migrate` and the same --db" + schemaFlag(db)
+	case errors.Is(err, postgres.ErrNewerSchema):
+		return "use the idemrun that migrated it, or a newer one"
+	}
+	return ""
+}
+
+// schemaFlag is the --schema flag that names db's schema, or "".
+func schemaFlag(db dbTarget) string {
+	if db.schema == "" {
+		return ""
+	}
+	return " --schema " + shellQuote(db.schema)
 }
 
 // withHint is err's message with the CLI's hint for it, if it has one.

@@ -53,7 +53,11 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 				return usagef("enqueue: --%s cannot be combined with --from: each JSON line gives its own job's fields (%s)", name, fromFieldList)
 			}
 		}
-		return m.enqueueFrom(ctx, m.dbPath(*db), *from, *allow, *asJSON)
+		dbt, err := m.db(fs, *db)
+		if err != nil {
+			return err
+		}
+		return m.enqueueFrom(ctx, dbt, *from, *allow, *asJSON)
 	}
 	if *url == "" {
 		return usagef("enqueue: --url is required (an absolute http:// or https:// URL)")
@@ -125,14 +129,17 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 	// Validate (allowlist included) before the file is touched, so bad
 	// input writes nothing and the runner's socket is as good as the file.
 	// Its errors hide the names the file records as sensitive too.
-	path := m.dbPath(*db)
-	if _, err := api.ValidateFor(path, req, o, *allow); err != nil {
+	dbt, err := m.db(fs, *db)
+	if err != nil {
+		return err
+	}
+	if _, err := api.ValidateFor(dbt.path, req, o, *allow); err != nil {
 		return err
 	}
 	if o.Key == "" {
 		o.Key = idemkey.New() // here, so a second try after no answer is the same job
 	}
-	svc, err := m.openService(path, true)
+	svc, err := m.openService(dbt, true)
 	if err != nil {
 		return err
 	}
@@ -141,8 +148,8 @@ func (m *Main) enqueue(ctx context.Context, args []string) error {
 			svc.Close()
 		}
 	}()
-	res, err := sendAgainIfUnknown(m, path, &svc, func(s *api.Client) (api.EnqueueResult, error) { return s.Enqueue(ctx, req, o) })
-	if errors.Is(err, api.ErrOutcomeUnknown) {
+	res, err := sendAgainIfUnknown(m, dbt, &svc, func(s *api.Client) (api.EnqueueResult, error) { return s.Enqueue(ctx, req, o) })
+	if outcomeUnknown(err) {
 		return fmt.Errorf("%w; the job's key is %s: enqueue the same request again with --key %s", err, o.Key, o.Key)
 	}
 	if err != nil {
@@ -218,7 +225,7 @@ func atLine(line int, err error) error {
 	return fmt.Errorf("--from line %d: %w", line, err)
 }
 
-func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []string, asJSON bool) error {
+func (m *Main) enqueueFrom(ctx context.Context, dbt dbTarget, from string, allow []string, asJSON bool) error {
 	var r io.Reader = m.Stdin
 	if from != "-" {
 		f, err := openInput(from, "from", "a readable JSON-lines file or -")
@@ -248,7 +255,7 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 		if err != nil {
 			return atLine(line, err)
 		}
-		if _, err := api.ValidateFor(path, req, o, allow); err != nil {
+		if _, err := api.ValidateFor(dbt.path, req, o, allow); err != nil {
 			return fmt.Errorf("--from line %d: %w", line, err)
 		}
 		items = append(items, api.ManyItem{Request: req, Options: o})
@@ -277,7 +284,7 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 			items[i].Options.Key = idemkey.New()
 		}
 	}
-	svc, err := m.openService(path, true)
+	svc, err := m.openService(dbt, true)
 	if err != nil {
 		return err
 	}
@@ -286,8 +293,8 @@ func (m *Main) enqueueFrom(ctx context.Context, path, from string, allow []strin
 			svc.Close()
 		}
 	}()
-	res, err := sendAgainIfUnknown(m, path, &svc, func(s *api.Client) ([]api.ManyResult, error) { return s.EnqueueMany(ctx, items) })
-	if errors.Is(err, api.ErrOutcomeUnknown) {
+	res, err := sendAgainIfUnknown(m, dbt, &svc, func(s *api.Client) ([]api.ManyResult, error) { return s.EnqueueMany(ctx, items) })
+	if outcomeUnknown(err) {
 		// Name every key: lines that had none got theirs here, and only
 		// these keys make a re-run safe.
 		for i, it := range items {
@@ -355,7 +362,11 @@ func (m *Main) list(ctx context.Context, args []string) error {
 	if *asJSON && *pageJSON {
 		return usagef("list: give --json or --json-page, not both")
 	}
-	svc, err := m.openService(m.dbPath(*db), false)
+	dbt, err := m.db(fs, *db)
+	if err != nil {
+		return err
+	}
+	svc, err := m.openService(dbt, false)
 	if err != nil {
 		return err
 	}
@@ -372,7 +383,7 @@ func (m *Main) list(ctx context.Context, args []string) error {
 	}
 	more := ""
 	if page.Next != "" {
-		more = nextPageCommand(*db, ss, *limit, *oldest, *asJSON, page.Next)
+		more = nextPageCommand(dbt, *db != "", ss, *limit, *oldest, *asJSON, page.Next)
 	}
 	if *asJSON {
 		if more != "" {
@@ -402,10 +413,13 @@ func (m *Main) list(ctx context.Context, args []string) error {
 
 // nextPageCommand is the list command that prints the page after this one:
 // the same filters, order and page size, and the cursor.
-func nextPageCommand(db string, ss []store.State, limit int, oldest, asJSON bool, next string) string {
+func nextPageCommand(db dbTarget, dbGiven bool, ss []store.State, limit int, oldest, asJSON bool, next string) string {
 	parts := []string{"idemrun list"}
-	if db != "" {
-		parts = append(parts, "--db "+shellQuote(db))
+	if dbGiven {
+		parts = append(parts, "--db "+shellQuote(api.Redacted(db.path)))
+	}
+	if db.schema != "" {
+		parts = append(parts, "--schema "+shellQuote(db.schema))
 	}
 	for _, s := range ss {
 		parts = append(parts, "--state "+string(s))
@@ -524,7 +538,11 @@ func (m *Main) show(ctx context.Context, args []string) error {
 	if fs.NArg() != 1 {
 		return usagef("show: give exactly one job id or key")
 	}
-	svc, err := m.openService(m.dbPath(*db), false)
+	dbt, err := m.db(fs, *db)
+	if err != nil {
+		return err
+	}
+	svc, err := m.openService(dbt, false)
 	if err != nil {
 		return err
 	}
@@ -671,7 +689,11 @@ func (m *Main) stats(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("stats: unexpected argument %q", fs.Arg(0))
 	}
-	svc, err := m.openService(m.dbPath(*db), false)
+	dbt, err := m.db(fs, *db)
+	if err != nil {
+		return err
+	}
+	svc, err := m.openService(dbt, false)
 	if err != nil {
 		return err
 	}
@@ -715,7 +737,11 @@ func (m *Main) steer(ctx context.Context, name string, args []string, fn func(sv
 	if fs.NArg() != 1 {
 		return usagef("%s: give exactly one job id", name)
 	}
-	svc, err := m.openService(m.dbPath(*db), false)
+	dbt, err := m.db(fs, *db)
+	if err != nil {
+		return err
+	}
+	svc, err := m.openService(dbt, false)
 	if err != nil {
 		return err
 	}
@@ -748,7 +774,11 @@ func (m *Main) resolve(ctx context.Context, args []string) error {
 	if strings.TrimSpace(*note) == "" {
 		return &api.InvalidError{Field: "note", Value: `""`, Accepted: "a non-empty note saying what you checked"}
 	}
-	svc, err := m.openService(m.dbPath(*db), false)
+	dbt, err := m.db(fs, *db)
+	if err != nil {
+		return err
+	}
+	svc, err := m.openService(dbt, false)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/idemrun/idemrun/internal/pgtest"
 )
 
 // binPath is the idemrun binary built once by TestMain; it is set before
@@ -53,7 +55,8 @@ func buildAndRun(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "idemrun tests: building the binary: %v\n", err)
 		return 1
 	}
-	return m.Run()
+	// Postgres for the tests of a postgres:// --db (pgtest.Schema).
+	return pgtest.Main(m)
 }
 
 // cmdTimeout bounds every CLI command a test runs.
@@ -98,6 +101,8 @@ type env struct {
 	t   *testing.T
 	dir string
 	db  string
+	// schema is IDEMRUN_SCHEMA, for a Postgres db.
+	schema string
 }
 
 func newEnv(t *testing.T) *env {
@@ -142,6 +147,9 @@ func (e *env) environ() []string {
 		out = append(out, kv)
 	}
 	out = append(out, "IDEMRUN_ACTOR=e2e-test")
+	if e.schema != "" {
+		out = append(out, "IDEMRUN_SCHEMA="+e.schema)
+	}
 	if e.db == "" {
 		return out
 	}

@@ -31,6 +31,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	adminAddr := fs.String("admin", "", "also serve the admin API on TCP ADDR (needs --admin-token-file)")
 	tokenFile := fs.String("admin-token-file", "", "file holding the bearer token for --admin")
 	noSocket := fs.Bool("no-socket", false, "do not serve the admin API on the unix socket beside the database")
+	pollOnly := fs.Bool("poll-only", false, "with a postgres:// --db: find work by polling alone, without LISTEN (for PgBouncer in transaction mode)")
 	allow := fs.StringArray("allow-host", nil, "only send to these hosts (repeatable; exact or *.example.com)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
@@ -116,14 +117,28 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 
 	tuneGC(m.Getenv)
-	path := m.dbPath(*db)
-	_, statErr := os.Stat(path)
-	client, err := api.Open(path, &api.Options{AllowHosts: *allow, Warn: m.Stderr, Direct: true})
+	dbt, err := m.db(fs, *db)
 	if err != nil {
 		return err
 	}
+	if *pollOnly && !dbt.isURL() {
+		return &api.InvalidError{Field: "poll-only", Value: "true", Accepted: "with a postgres:// --db only (a bbolt file is worked by one process, which hears its own enqueues)"}
+	}
+	path := dbt.path
+	_, statErr := os.Stat(path)
+	opts := dbt.options(&api.Options{AllowHosts: *allow, Warn: m.Stderr, Direct: true})
+	if opts.Postgres != nil {
+		opts.Postgres.PollOnly = *pollOnly
+	}
+	client, err := api.Open(path, opts)
+	if err != nil {
+		if dbt.isURL() {
+			return openDBError(dbt, err)
+		}
+		return err
+	}
 	defer client.Close()
-	if errors.Is(statErr, os.ErrNotExist) {
+	if !dbt.isURL() && errors.Is(statErr, os.ErrNotExist) {
 		// A runner may start before anything is enqueued, so a missing
 		// file is created; a mistyped --db would otherwise look like a
 		// runner with nothing to do.
@@ -160,7 +175,8 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	defer stop()
 
 	handler2 := admin.Handler(client, admin.Options{Metrics: met.Handler()})
-	if !*noSocket {
+	// A Postgres database is shared, not held: commands reach it directly.
+	if !*noSocket && !dbt.isURL() {
 		closeSock, err := serveSocket(api.SocketPath(path), handler2, logger)
 		if err != nil {
 			return err
@@ -183,7 +199,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if *retention > 0 {
 		go sweepLoop(ctx, client, *retention, *keyRetention, logger)
 	}
-	logger.Info("runner started", "db", path, "workers", *wf.workers, "pid", os.Getpid())
+	logger.Info("runner started", "db", dbt.String(), "workers", *wf.workers, "pid", os.Getpid())
 	if err := r.Run(ctx); err != nil {
 		return err
 	}

@@ -3,25 +3,20 @@ package demo
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/idemrun/idemrun/internal/faketarget"
 )
 
-// buildBinary builds cmd/idemrun once for the subprocess runners.
+// buildBinary returns the idemrun binary TestMain built for the
+// subprocess runners.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "idemrun")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/idemrun/idemrun/cmd/idemrun")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building idemrun: %v\n%s", err, out)
+	if binPath == "" {
+		t.Fatal("TestMain did not build the binary")
 	}
-	return bin
+	return binPath
 }
 
 // TestChaosKill9 kills a real runner process with SIGKILL at random moments,

@@ -2,29 +2,22 @@
 // while a supervisor kills the runner process with SIGKILL at random
 // moments, then checks the result at the target: no payment created twice,
 // none lost, and every end state true to what the target holds. It backs
-// `idemrun demo`, `make chaos` and the chaos test.
+// `idemrun demo`, `make chaos` and the chaos tests.
+//
+// On a bbolt file one runner works at a time (the file's lock); on a
+// Postgres database several nodes share it, one is killed at a time and
+// started again while the others rescue its jobs.
 package demo
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/internal/faketarget"
-	"github.com/idemrun/idemrun/store"
 )
 
 // Config describes one demo or chaos run.
@@ -60,6 +53,30 @@ type Config struct {
 	// RunnerLog receives the runner processes' standard error; nil
 	// discards.
 	RunnerLog io.Writer
+
+	// DB is a Postgres URL (postgres:// or postgresql://): the runners
+	// share that database, Nodes of them at once. Empty: a bbolt file in
+	// Dir, one runner at a time.
+	DB string
+	// Schema is the Postgres schema the demo creates, runs in and drops;
+	// it must not exist yet, so the demo never runs or deletes jobs it did
+	// not enqueue. Defaults to "idemrun_demo_" and random hex.
+	Schema string
+	// Nodes is how many runner processes share the Postgres database.
+	// Defaults to 1; more need DB.
+	Nodes int
+	// LeaseTTL is each node's --lease-ttl on Postgres: how soon the other
+	// nodes rescue a killed node's jobs. Defaults to 2 seconds.
+	LeaseTTL time.Duration
+	// NodeDB is the URL the nodes reach the database by; defaults to DB
+	// (a test puts a fault-injecting proxy there). The demo's own
+	// enqueues and checks use DB.
+	NodeDB string
+	// MidRun, when set on Postgres, is called once halfway through the
+	// kills while the nodes work, and counted in Summary.DBRestarts (the
+	// chaos test crash-restarts the database there). An error ends the
+	// run.
+	MidRun func(ctx context.Context) error
 }
 
 // DefaultFaults is the demo's fault mix: every failure ARCHITECTURE.md §3 and §5
@@ -80,29 +97,6 @@ func DefaultFaults() faketarget.Faults {
 		StatusHang:         1500 * time.Millisecond,
 		Latency:            time.Millisecond,
 	}
-}
-
-// Summary is what a run found, checked at the target.
-type Summary struct {
-	Jobs         int            `json:"jobs"`
-	ByState      map[string]int `json:"by_state"`
-	Creates      int            `json:"creates_at_server"`
-	Duplicates   []string       `json:"duplicate_keys"`
-	Lost         []string       `json:"lost_keys"`
-	Violations   []string       `json:"violations"`
-	Kills        int            `json:"kills"`
-	Starts       int            `json:"runner_starts"`
-	AttemptsHist map[int]int    `json:"attempts_histogram"`
-	QueriesHist  map[int]int    `json:"status_queries_histogram"`
-	ElapsedSec   float64        `json:"elapsed_s"`
-	JobsPerSec   float64        `json:"jobs_per_s"`
-	Server       any            `json:"server_counters"`
-}
-
-// OK reports whether the promise held: no duplicate, nothing lost, no end
-// state claiming more than the target holds.
-func (s *Summary) OK() bool {
-	return len(s.Duplicates) == 0 && len(s.Lost) == 0 && len(s.Violations) == 0
 }
 
 func (c *Config) defaults() {
@@ -137,31 +131,46 @@ func (c *Config) defaults() {
 	if c.RunnerLog == nil {
 		c.RunnerLog = io.Discard
 	}
+	if c.Nodes <= 0 {
+		c.Nodes = 1
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 2 * time.Second
+	}
+	if c.NodeDB == "" {
+		c.NodeDB = c.DB
+	}
+}
+
+// check refuses a configuration the demo cannot run.
+func (c *Config) check() error {
+	if c.DB != "" && !api.IsURL(c.DB) {
+		return &api.InvalidError{Field: "db", Value: "a database that is not a postgres:// URL", Accepted: "a postgres:// or postgresql:// URL; without one the demo uses a scratch bbolt file of its own"}
+	}
+	if c.Nodes > 1 && c.DB == "" {
+		return &api.InvalidError{Field: "nodes", Value: fmt.Sprint(c.Nodes), Accepted: "1 without a Postgres database; more only with a postgres:// --db, which the nodes share"}
+	}
+	if c.Schema != "" && c.DB == "" {
+		return &api.InvalidError{Field: "schema", Value: fmt.Sprintf("%q", c.Schema), Accepted: "nothing without a postgres:// --db"}
+	}
+	return nil
 }
 
 // Run performs the demo: start the target, enqueue in waves, run and kill
-// the runner, run it to idle, and check everything at the target.
+// the runners, let them finish, and check everything at the target.
 func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	cfg.defaults()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	if cfg.Dir == "" {
-		d, err := os.MkdirTemp("", "idemrun-demo-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(d)
-		cfg.Dir = d
-	}
-	dbPath := filepath.Join(cfg.Dir, "demo.db")
 	target, err := faketarget.Start(faketarget.Config{Dedup: cfg.Dedup, Faults: *cfg.Faults, Seed: cfg.Seed})
 	if err != nil {
 		return nil, fmt.Errorf("demo: start target: %w", err)
 	}
 	defer target.Close()
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x1de))
-
-	waves := cfg.Kills + 1
 	keys := make([]string, cfg.Jobs)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("demo-%x-%05d", cfg.Seed&0xffffff, i)
@@ -169,36 +178,46 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	start := time.Now()
 	sum := &Summary{Jobs: cfg.Jobs}
 	prog := &progress{out: cfg.Out, live: cfg.Live, total: cfg.Jobs, start: start}
-
-	next := 0
-	for wave := 0; wave < waves; wave++ {
-		// Enqueue this wave while no runner holds the file.
-		n := cfg.Jobs / waves
-		if wave == waves-1 {
-			n = cfg.Jobs - next
-		}
-		if err := enqueueWave(ctx, dbPath, target, keys[next:next+n], next); err != nil {
-			return nil, err
-		}
-		next += n
-		final := wave == waves-1
-		sum.Starts++
-		killed, err := runOnce(ctx, cfg, dbPath, final, rng, prog)
-		if err != nil {
-			return nil, err
-		}
-		if killed {
-			sum.Kills++
-		}
+	r := &run{cfg: cfg, target: target, keys: keys, sum: sum, prog: prog, rng: rng, start: start}
+	if cfg.DB != "" {
+		err = r.cluster(ctx)
+	} else {
+		err = r.file(ctx)
 	}
-	prog.finish()
-	sum.ElapsedSec = time.Since(start).Seconds()
-	sum.JobsPerSec = float64(cfg.Jobs) / sum.ElapsedSec
-	if err := verify(dbPath, target, keys, sum); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	sum.Server = target.Requests()
 	return sum, nil
+}
+
+// run is one Run's state, shared by the bbolt and the Postgres runs.
+type run struct {
+	cfg    Config
+	target *faketarget.Server
+	keys   []string
+	sum    *Summary
+	prog   *progress
+	rng    *rand.Rand
+	start  time.Time
+}
+
+// wave returns the keys of wave w of n and the index of its first job.
+func (r *run) wave(w, n int) (keys []string, offset int) {
+	per := len(r.keys) / n
+	offset = w * per
+	end := offset + per
+	if w == n-1 {
+		end = len(r.keys)
+	}
+	return r.keys[offset:end], offset
+}
+
+// finished records the run's times once the last runner stopped.
+func (r *run) finished() {
+	r.prog.finish()
+	r.sum.ElapsedSec = time.Since(r.start).Seconds()
+	r.sum.JobsPerSec = float64(r.cfg.Jobs) / r.sum.ElapsedSec
 }
 
 // demoBody is the body of the i-th job, with key k: verify compares what
@@ -208,12 +227,9 @@ func demoBody(i int, k string) []byte {
 	return []byte(fmt.Sprintf(`{"amount":%d,"currency":"EUR","ref":%q}`, 100+i, k))
 }
 
-func enqueueWave(ctx context.Context, dbPath string, target *faketarget.Server, keys []string, offset int) error {
-	c, err := api.Open(dbPath, &api.Options{LockTimeout: 5 * time.Second})
-	if err != nil {
-		return fmt.Errorf("demo: open %s: %w", dbPath, err)
-	}
-	defer c.Close()
+// enqueueItems enqueues the payment creates of keys, the first being job
+// number offset.
+func enqueueItems(ctx context.Context, c *api.Client, target *faketarget.Server, keys []string, offset int) error {
 	items := make([]api.ManyItem, len(keys))
 	for i, k := range keys {
 		items[i] = api.ManyItem{
@@ -244,208 +260,18 @@ func enqueueWave(ctx context.Context, dbPath string, target *faketarget.Server, 
 	return nil
 }
 
-// runOnce starts a runner process. Unless final, it kills it with SIGKILL
-// after a random time (or lets it end if it goes idle first); a final
-// runner runs until idle.
-func runOnce(ctx context.Context, cfg Config, dbPath string, final bool, rng *rand.Rand, prog *progress) (killed bool, err error) {
-	args := []string{"run", "--db", dbPath}
-	if final {
-		// Only the last runner stops by itself; the others run until their
-		// SIGKILL, so every run gets exactly Kills kills.
-		args = append(args, "--until-idle")
-	}
-	cmd := exec.Command(cfg.Binary, append(args,
-		"--workers", fmt.Sprint(cfg.Workers),
+// runnerArgs are the tuning flags of every runner the demo starts: short
+// backoffs and queries, so faults and kills are worked through in seconds.
+func (c *Config) runnerArgs() []string {
+	return []string{"--workers", fmt.Sprint(c.Workers),
 		"--quiet-period", "300ms", "--backoff-base", "20ms", "--backoff-cap", "400ms",
 		"--status-backoff-base", "100ms", "--status-timeout", "700ms", "--status-budget", "40",
 		"--startup-spread", "100ms", "--poll-interval", "100ms", "--shutdown-grace", "2s",
-		"--retention", "0", "--log-level", "warn")...)
-	cmd.Stdout = cfg.RunnerLog
-	cmd.Stderr = cfg.RunnerLog
-	if err := cmd.Start(); err != nil {
-		return false, fmt.Errorf("demo: start runner: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
-	var stopPoll sync.WaitGroup
-	pollCtx, cancelPoll := context.WithCancel(ctx)
-	stopPoll.Add(1)
-	go func() { defer stopPoll.Done(); prog.poll(pollCtx, dbPath) }()
-	defer func() { cancelPoll(); stopPoll.Wait() }()
-
-	var killC <-chan time.Time
-	if !final {
-		span := cfg.KillAfterMax - cfg.KillAfterMin
-		d := cfg.KillAfterMin + time.Duration(rng.Int64N(int64(span)+1))
-		t := time.NewTimer(d)
-		defer t.Stop()
-		killC = t.C
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			return false, fmt.Errorf("demo: runner exited: %w", err)
-		}
-		if !final {
-			return false, errors.New("demo: a runner without --until-idle exited by itself")
-		}
-		return false, nil
-	case <-killC:
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-exited
-		prog.note("runner killed with SIGKILL")
-		return true, nil
-	case <-ctx.Done():
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-exited
-		return false, fmt.Errorf("demo: gave up after %s: %w", cfg.Timeout, ctx.Err())
-	}
+		"--retention", "0", "--log-level", "warn"}
 }
 
-// verify compares every job with the target's ground truth.
-func verify(dbPath string, target *faketarget.Server, keys []string, sum *Summary) error {
-	c, err := api.Open(dbPath, &api.Options{LockTimeout: 5 * time.Second, MustExist: true, Direct: true})
-	if err != nil {
-		return fmt.Errorf("demo: reopen: %w", err)
-	}
-	defer c.Close()
-	if rep, err := c.Check(context.Background()); err != nil || !rep.OK() {
-		return fmt.Errorf("demo: database check failed: %v %v", err, rep.Problems)
-	}
-	sum.ByState = map[string]int{}
-	sum.AttemptsHist = map[int]int{}
-	sum.QueriesHist = map[int]int{}
-	// A create still on its way when the last runner stopped (in the
-	// target's latency pause, or committing slowly) happens in reality:
-	// settle them before reading the truth.
-	if !target.Settle(2 * time.Minute) {
-		return errors.New("demo: the target's create handlers did not settle within 2 minutes")
-	}
-	jobs := make(map[string]*store.Job, len(keys))
-	jobOf := make(map[string]string, len(keys))    // amount (unique per job) → key
-	enqueued := make(map[string][]byte, len(keys)) // key → the body the demo enqueued
-	for i, k := range keys {
-		enqueued[k] = demoBody(i, k)
-		jobOf[strconv.Itoa(100+i)] = k
-		j, err := c.Store().GetByKey(k)
-		if errors.Is(err, store.ErrNotFound) {
-			continue // lost; reported below
-		}
-		if err != nil {
-			return err
-		}
-		jobs[k] = j
-		if !bytes.Equal(j.Request.Body, enqueued[k]) {
-			sum.Violations = append(sum.Violations, fmt.Sprintf("%s: the store holds the body %q, not the enqueued %q (P2)", k, j.Request.Body, enqueued[k]))
-		}
-	}
-	// Payments are counted by what they pay for (the amount of their body,
-	// unique per job), not by the key they came under: a duplicate sent
-	// under another key is a duplicate all the same, and a key other than
-	// the job's breaks P2.
-	creates := map[string]int{}
-	for hk := range target.CreatesByKey() {
-		for _, p := range target.Payments(hk) {
-			sum.Creates++
-			k, ok := jobOf[string(p.Amount)]
-			if !ok {
-				sum.Violations = append(sum.Violations, fmt.Sprintf("payment %s under key %q belongs to no job", p.ID, hk))
-				continue
-			}
-			creates[k]++
-			if hk != k {
-				sum.Violations = append(sum.Violations, fmt.Sprintf("payment %s for %s was sent under key %q (P2)", p.ID, k, hk))
-			}
-		}
-	}
-	for _, k := range keys {
-		j := jobs[k]
-		if j == nil {
-			sum.Lost = append(sum.Lost, k)
-			continue
-		}
-		// P2: every request the target received under the key carried the
-		// bytes that were enqueued.
-		for _, body := range target.BodiesByKey(k) {
-			if !bytes.Equal(body, enqueued[k]) {
-				sum.Violations = append(sum.Violations, fmt.Sprintf("%s: the target received a body %q, not the enqueued %q (P2)", k, body, enqueued[k]))
-				break
-			}
-		}
-		sum.ByState[string(j.State)]++
-		sum.AttemptsHist[j.Attempts]++
-		sum.QueriesHist[j.StatusQueries]++
-		n := creates[k]
-		switch {
-		case n > 1:
-			sum.Duplicates = append(sum.Duplicates, k)
-		case j.State == store.StateSucceeded && n != 1:
-			sum.Violations = append(sum.Violations, fmt.Sprintf("%s succeeded but the target holds %d payments", k, n))
-		case j.State == store.StateFailed && n != 0:
-			sum.Violations = append(sum.Violations, fmt.Sprintf("%s failed but the target holds %d payments", k, n))
-		case j.State == store.StateCanceled && n != 0:
-			sum.Violations = append(sum.Violations, fmt.Sprintf("%s canceled but the target holds %d payments", k, n))
-		case !j.State.Terminal() && j.State != store.StateNeedsAttention:
-			sum.Lost = append(sum.Lost, k+" (left "+string(j.State)+")")
-		}
-	}
-	sort.Strings(sum.Duplicates)
-	return nil
-}
-
-// PrintSummary writes the summary a person reads at a glance.
-func PrintSummary(w io.Writer, s *Summary) {
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "idemrun demo — results checked at the target")
-	fmt.Fprintf(w, "  jobs enqueued          %d\n", s.Jobs)
-	for _, st := range store.States() {
-		if n := s.ByState[string(st)]; n > 0 {
-			fmt.Fprintf(w, "    %-20s %d\n", st, n)
-		}
-	}
-	fmt.Fprintf(w, "  creates at the server  %d\n", s.Creates)
-	fmt.Fprintf(w, "  duplicates             %d   (must be 0)\n", len(s.Duplicates))
-	fmt.Fprintf(w, "  lost jobs              %d   (must be 0)\n", len(s.Lost))
-	fmt.Fprintf(w, "  false end states       %d   (must be 0)\n", len(s.Violations))
-	fmt.Fprintf(w, "  runner SIGKILLs        %d   (runner started %d times)\n", s.Kills, s.Starts)
-	fmt.Fprintf(w, "  attempts per job       %s\n", hist(s.AttemptsHist))
-	fmt.Fprintf(w, "  status queries per job %s\n", hist(s.QueriesHist))
-	fmt.Fprintf(w, "  elapsed                %.1fs (%.0f jobs/s end to end, faults and kills included)\n", s.ElapsedSec, s.JobsPerSec)
-	for i, d := range s.Duplicates {
-		if i == 10 {
-			break
-		}
-		fmt.Fprintf(w, "  DUPLICATE %s\n", d)
-	}
-	for i, l := range s.Lost {
-		if i == 10 {
-			break
-		}
-		fmt.Fprintf(w, "  LOST %s\n", l)
-	}
-	for i, v := range s.Violations {
-		if i == 10 {
-			break
-		}
-		fmt.Fprintf(w, "  FALSE %s\n", v)
-	}
-	if s.OK() {
-		fmt.Fprintln(w, "  PASS: every payment created at most once; succeeded ⇔ created once; failed ⇒ never created")
-	} else {
-		fmt.Fprintln(w, "  FAIL")
-	}
-}
-
-func hist(h map[int]int) string {
-	var ks []int
-	for k := range h {
-		ks = append(ks, k)
-	}
-	sort.Ints(ks)
-	var parts []string
-	for _, k := range ks {
-		parts = append(parts, fmt.Sprintf("%d:%d", k, h[k]))
-	}
-	return strings.Join(parts, "  ")
+// lifetime draws how long a runner lives before its SIGKILL.
+func (r *run) lifetime() time.Duration {
+	span := r.cfg.KillAfterMax - r.cfg.KillAfterMin
+	return r.cfg.KillAfterMin + time.Duration(r.rng.Int64N(int64(span)+1))
 }

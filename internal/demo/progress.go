@@ -10,8 +10,8 @@ import (
 	"github.com/idemrun/idemrun/api"
 )
 
-// progress prints the live line: done/total, rate, states. It reads the
-// counts through the running runner's admin socket.
+// progress prints the live line: done/total, rate, states, as read from
+// the store by poll's read function.
 type progress struct {
 	out   io.Writer
 	live  bool
@@ -22,37 +22,53 @@ type progress struct {
 	last time.Time
 }
 
-func (p *progress) poll(ctx context.Context, dbPath string) {
+// poll shows the counts read returns, five times a second, until ctx
+// ends; a failed read shows nothing.
+func (p *progress) poll(ctx context.Context, read func(context.Context) (api.Stats, error)) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
-	var rem *api.Client
-	defer func() {
-		if rem != nil {
-			rem.Close()
-		}
-	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if rem == nil {
-			r, err := api.DialSocket(dbPath, &api.Options{Warn: io.Discard})
-			if err != nil {
-				continue
-			}
-			rem = r
-		}
 		sctx, cancel := context.WithTimeout(ctx, time.Second)
-		st, err := rem.Stats(sctx)
+		st, err := read(sctx)
 		cancel()
-		if err != nil {
-			rem.Close()
-			rem = nil
-			continue
+		if err == nil {
+			p.show(st)
 		}
-		p.show(st)
+	}
+}
+
+// socketStats reads the counts through the admin socket of the runner
+// that holds a bbolt file, dialing it again after a failure; it never
+// opens the file, which the runner holds.
+type socketStats struct {
+	dbPath string
+	rem    *api.Client
+}
+
+func (s *socketStats) read(ctx context.Context) (api.Stats, error) {
+	if s.rem == nil {
+		r, err := api.DialSocket(s.dbPath, &api.Options{Warn: io.Discard})
+		if err != nil {
+			return nil, err
+		}
+		s.rem = r
+	}
+	st, err := s.rem.Stats(ctx)
+	if err != nil {
+		s.close()
+	}
+	return st, err
+}
+
+func (s *socketStats) close() {
+	if s.rem != nil {
+		s.rem.Close()
+		s.rem = nil
 	}
 }
 

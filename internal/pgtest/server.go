@@ -30,6 +30,10 @@ type Server struct {
 	URL string
 
 	dir  string
+	bin  string  // the directory of the server binaries
+	data string  // the cluster's data directory
+	as   *osUser // the user the server runs as; nil: this process's
+	port int
 	cmd  *exec.Cmd
 	log  *os.File
 	done chan error
@@ -74,9 +78,12 @@ func exe(name string) string {
 // Start initializes a database cluster in a new temporary directory and
 // starts a server on it, listening on a free port of 127.0.0.1 only. As
 // root it runs both as the postgres user (initdb refuses root), which
-// then owns the directory. Durability is off (fsync, synchronous commit,
-// full page writes): the data is thrown away. ErrNoServer means the
-// binaries are not installed.
+// then owns the directory. Durability against a machine crash is off
+// (fsync, full page writes): the data is thrown away. A commit still
+// reaches the operating system before it is acknowledged (synchronous
+// commit), so a crash of the server itself (Restart) keeps every
+// acknowledged commit, as a production server's does. ErrNoServer means
+// the binaries are not installed.
 func Start() (*Server, error) {
 	bin, err := binDir()
 	if err != nil {
@@ -90,7 +97,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
-	s := &Server{dir: dir}
+	s := &Server{dir: dir, bin: bin, data: filepath.Join(dir, "data"), as: as}
 	ok := false
 	defer func() {
 		if !ok {
@@ -102,8 +109,7 @@ func Start() (*Server, error) {
 			return nil, fmt.Errorf("pgtest: chown %s to the postgres user: %w", dir, err)
 		}
 	}
-	data := filepath.Join(dir, "data")
-	initdb := exec.Command(filepath.Join(bin, exe("initdb")), "-D", data, "-U", "postgres", "--auth=trust",
+	initdb := exec.Command(filepath.Join(bin, exe("initdb")), "-D", s.data, "-U", "postgres", "--auth=trust",
 		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
 	initdb.Dir = dir // the caller's directory may be closed to that user
 	initdb.Env = append(os.Environ(), "LC_ALL=C")
@@ -120,7 +126,13 @@ func Start() (*Server, error) {
 	// Another process may take the free port before the server binds it:
 	// then try another.
 	for try := 0; ; try++ {
-		err = s.launch(bin, data, as)
+		port, perr := freePort()
+		if perr != nil {
+			return nil, perr
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err = s.launch(ctx, port)
+		cancel()
 		if err == nil || try == 2 || !strings.Contains(s.logTail(), "could not bind") {
 			break
 		}
@@ -132,32 +144,36 @@ func Start() (*Server, error) {
 	return s, nil
 }
 
-// launch starts the server on a free port and waits until it answers.
-func (s *Server) launch(bin, data string, as *osUser) error {
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
+// launch starts the server on port and waits until it answers, or ctx
+// ends.
+func (s *Server) launch(ctx context.Context, port int) error {
 	// A deadlock a test makes is broken at once, not after a second.
-	cmd := exec.Command(filepath.Join(bin, exe("postgres")), "-D", data,
+	cmd := exec.Command(filepath.Join(s.bin, exe("postgres")), "-D", s.data,
 		"-p", strconv.Itoa(port), "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "fsync=off", "-c", "synchronous_commit=on", "-c", "full_page_writes=off",
 		"-c", "max_connections=200", "-c", "deadlock_timeout=50ms", "-c", "log_min_messages=warning")
 	cmd.Dir = s.dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	cmd.Stdout, cmd.Stderr = s.log, s.log
-	if err := runAs(cmd, as); err != nil {
+	if err := runAs(cmd, s.as); err != nil {
 		return err
 	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("pgtest: start postgres: %w", err)
 	}
 	s.cmd = cmd
+	s.port = port
 	s.done = make(chan error, 1)
 	go func() { s.done <- cmd.Wait() }()
 	s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	return s.waitAnswer(ctx)
+}
 
-	deadline := time.Now().Add(60 * time.Second)
+// waitAnswer waits until the server accepts a connection and answers a
+// query, or it exits, or ctx ends.
+func (s *Server) waitAnswer(ctx context.Context) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
 	for {
 		select {
 		case err := <-s.done:
@@ -165,18 +181,22 @@ func (s *Server) launch(bin, data string, as *osUser) error {
 			return fmt.Errorf("pgtest: postgres exited (%v) before it answered:\n%s", err, s.logTail())
 		default:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		conn, err := pgx.Connect(ctx, s.URL)
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		conn, err := pgx.Connect(cctx, s.URL)
 		if err == nil {
-			conn.Close(ctx)
-			cancel()
-			return nil
+			var one int
+			err = conn.QueryRow(cctx, "SELECT 1").Scan(&one)
+			conn.Close(cctx)
 		}
 		cancel()
-		if time.Now().After(deadline) {
-			return fmt.Errorf("pgtest: postgres did not answer within a minute (%v):\n%s", err, s.logTail())
+		if err == nil {
+			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pgtest: postgres did not answer (%v): %w\n%s", err, ctx.Err(), s.logTail())
+		case <-t.C:
+		}
 	}
 }
 

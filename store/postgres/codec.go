@@ -111,15 +111,19 @@ func colsOf(j *store.Job) (cols, error) {
 	}, nil
 }
 
+// The JSON is sent as text: as []byte, pgx's exec and simple-protocol
+// modes (the URL's default_query_exec_mode, for poolers) would send it as
+// bytea, which a json column refuses.
+
 // updateArgs are the arguments of queries.update for c: id, then the
 // columns it sets.
 func (c cols) updateArgs() []any {
-	return []any{c.id, c.state, c.next, c.updated, c.fence, c.attempts, c.owner, c.job}
+	return []any{c.id, c.state, c.next, c.updated, c.fence, c.attempts, c.owner, string(c.job)}
 }
 
 // insertArgs are the arguments of queries.insert for c.
 func (c cols) insertArgs() []any {
-	return []any{c.id, c.key, c.state, c.next, c.updated, c.fence, c.attempts, c.owner, c.job}
+	return []any{c.id, c.key, c.state, c.next, c.updated, c.fence, c.attempts, c.owner, string(c.job)}
 }
 
 // The store's times are kept as Unix nanoseconds. Outside 1678–2262 they

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -39,6 +41,24 @@ type Options struct {
 	// CPUs if more). A runner needs about one per worker that is writing
 	// at a time.
 	MaxConns int32
+
+	// LocalClock stands for this machine's clock (time.Now when nil), the
+	// one Now adds the database's offset to: tests give it a skew. Its
+	// readings should carry a monotonic clock reading, as time.Now's do.
+	LocalClock func() time.Time
+	// ClockRefresh is how often the database's clock is measured again
+	// (DefaultClockRefresh when zero).
+	ClockRefresh time.Duration
+
+	// PollOnly opens no listening connection: Wakeups' channels never
+	// receive. For a pooler in transaction mode (PgBouncer), which does
+	// not keep a LISTEN's session. Writes still notify.
+	PollOnly bool
+
+	// BeforeCommit, when set, is called before each COMMIT with the
+	// backend process id of the transaction's connection: tests end that
+	// backend there, to see what a connection lost during a commit does.
+	BeforeCommit func(ctx context.Context, backendPID uint32)
 }
 
 func (o *Options) schema() string {
@@ -57,18 +77,33 @@ type DB struct {
 	secrets []string
 	q       queries
 	closed  atomic.Bool
+	clock   *clock
+	life    context.Context // ends with Close, and with it the background goroutines
+	end     context.CancelFunc
+	workers sync.WaitGroup // the background goroutines
+	notify  *notifier
+	wake    wakeups
+	// listenCfg is the listening connection's configuration, nil with
+	// Options.PollOnly.
+	listenCfg *pgx.ConnConfig
+
+	beforeCommit func(ctx context.Context, backendPID uint32)
 }
 
 var (
 	_ store.Store   = (*DB)(nil)
 	_ store.Located = (*DB)(nil)
+	_ store.Clock   = (*DB)(nil)
+	_ store.Wakeups = (*DB)(nil)
 )
 
 // Open connects to the database at url (a postgres:// URL or a keyword
 // string, as pgx reads them) and checks that its schema holds idemrun's
 // tables at this version. It creates nothing: a database without them is
 // refused with ErrNoSchema (Migrate creates them), one migrated by a newer
-// idemrun with ErrNewerSchema. No error names the URL's password.
+// idemrun with ErrNewerSchema; a connection that cannot be made is a
+// *ConnectError naming the problem. It reads the server's clock (Now).
+// No error names the URL's password.
 func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	schema := opts.schema()
 	if err := checkSchemaName(schema); err != nil {
@@ -91,10 +126,34 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		return nil, r.wrap(fmt.Errorf("store: open %s: %w", where, err))
 	}
 	db := &DB{pool: pool, schema: schema, where: where, secrets: r.secrets, q: newQueries(schema)}
+	db.life, db.end = context.WithCancel(context.Background())
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	db.beforeCommit = o.BeforeCommit
+	db.notify = &notifier{channel: channelName(schema), send: func(ctx context.Context) {
+		_, _ = pool.Exec(ctx, notifySQL, db.notify.channel) // a lost notification only delays work
+	}}
+	if !o.PollOnly {
+		db.listenCfg = cfg.ConnConfig.Copy()
+	}
+	db.clock = newClock(o.LocalClock)
 	if err := db.checkVersion(ctx); err != nil {
+		db.end()
 		pool.Close()
 		return nil, err
 	}
+	if err := db.clock.measure(ctx, pool); err != nil {
+		db.end()
+		pool.Close()
+		return nil, db.wrap(fmt.Errorf("store: open %s: read the server's clock: %w", db.where, err))
+	}
+	refresh := o.ClockRefresh
+	if refresh <= 0 {
+		refresh = DefaultClockRefresh
+	}
+	db.workers.Go(func() { db.refreshClock(refresh) })
 	return db, nil
 }
 
@@ -115,11 +174,18 @@ func (db *DB) Location() string { return db.where }
 func (db *DB) Schema() string { return db.schema }
 
 // Close closes the handle's connections once the operations in flight on
-// them are done. Every write acknowledged before is committed already.
+// them are done. Every write acknowledged before is committed already,
+// and announced: a notification held back for its window is sent first.
+// Wakeups' channels close, and the listener and the clock's measurements
+// stop.
 func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return nil
 	}
+	db.wake.close()
+	db.notify.close()
+	db.end()
+	db.workers.Wait()
 	db.pool.Close()
 	return nil
 }
@@ -136,15 +202,18 @@ func (db *DB) usable(ctx context.Context) error {
 }
 
 // wrap turns an error from the database into the store's: ErrClosed when
-// the handle was closed meanwhile, and never with the URL's password.
+// the handle was closed meanwhile, a *ConnectError when no connection
+// could be made, store.ErrUnavailable when the connection was lost (see
+// classify), and never with the URL's password.
 func (db *DB) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
+	err = classify(err, false)
 	if db.closed.Load() && !errors.Is(err, store.ErrClosed) {
 		err = fmt.Errorf("%w: %s: %w", store.ErrClosed, db.where, err)
 	}
-	return redactor{secrets: db.secrets}.wrap(err)
+	return asConnectError(redactor{secrets: db.secrets}.wrap(err), db.where)
 }
 
 // tx runs fn in a read committed transaction and commits it when fn
@@ -162,12 +231,17 @@ func (db *DB) snapshot(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return db.txWith(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
+// txWith runs fn in a transaction of options o. Its errors say what the
+// caller may do: a connection lost before COMMIT is store.ErrUnavailable
+// (the server rolls the transaction back), one lost at a write's COMMIT
+// store.ErrCommitUnknown.
 func (db *DB) txWith(ctx context.Context, o pgx.TxOptions, fn func(tx pgx.Tx) error) error {
 	if err := db.usable(ctx); err != nil {
 		return err
 	}
 	tx, err := db.pool.BeginTx(ctx, o)
 	if err != nil {
+		// Nothing was written: a lost connection is ErrUnavailable.
 		return db.wrap(fmt.Errorf("store: %s: %w", db.where, err))
 	}
 	// A no-op after Commit. Not under ctx: a rollback after ctx is
@@ -179,10 +253,25 @@ func (db *DB) txWith(ctx context.Context, o pgx.TxOptions, fn func(tx pgx.Tx) er
 			// The driver's or the server's error: say where.
 			err = fmt.Errorf("store: %s: %w", db.where, err)
 		}
+		if tx.Conn().PgConn().IsClosed() && ctx.Err() == nil {
+			// Before COMMIT nothing can have committed: the server
+			// rolls back a transaction whose connection ends.
+			err = &faultError{kind: store.ErrUnavailable, err: err}
+		}
 		return db.wrap(err)
 	}
+	if db.beforeCommit != nil {
+		db.beforeCommit(ctx, tx.Conn().PgConn().PID())
+	}
 	if err := tx.Commit(ctx); err != nil {
-		return db.wrap(fmt.Errorf("store: %s: commit: %w", db.where, err))
+		err = fmt.Errorf("store: %s: commit: %w", db.where, err)
+		if !errors.Is(err, pgx.ErrTxCommitRollback) {
+			// A COMMIT sent on a connection that then ended may have
+			// committed: store.ErrCommitUnknown. A read-only one had
+			// nothing to commit.
+			err = classify(err, o.AccessMode != pgx.ReadOnly)
+		}
+		return db.wrap(err)
 	}
 	return nil
 }

@@ -47,11 +47,41 @@ func (db *DB) EnqueueManyFunc(ctx context.Context, n int, build func(i int) (*st
 	if err := db.usable(ctx); err != nil {
 		return nil, err
 	}
+	out, ready, err := prepareAll(n, build)
+	if err != nil || len(ready) == 0 {
+		return out, err
+	}
+	held := false
+	err = db.tx(ctx, func(tx pgx.Tx) error {
+		held = false
+		if err := db.enqueueIn(ctx, tx, out, ready); err != nil {
+			return err
+		}
+		if !anyNew(out) {
+			return nil
+		}
+		var err error
+		held, err = db.notify.inTx(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if held {
+		db.notify.trail()
+	}
+	return out, nil
+}
+
+// prepareAll builds, checks and encodes n jobs: the results with the
+// refusals filled in, and the jobs to insert in the order of their keys
+// (stably: the first of two jobs with one key is the one stored).
+func prepareAll(n int, build func(i int) (*store.Job, error)) ([]store.EnqueueResult, []pendingJob, error) {
 	if n < 0 {
-		return nil, fmt.Errorf("store: EnqueueManyFunc of %d jobs; want 0 or more", n)
+		return nil, nil, fmt.Errorf("store: EnqueueManyFunc of %d jobs; want 0 or more", n)
 	}
 	if n == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	out := make([]store.EnqueueResult, n)
 	var ready []pendingJob
@@ -63,22 +93,19 @@ func (db *DB) EnqueueManyFunc(ctx context.Context, n int, build func(i int) (*st
 		}
 		ready = append(ready, pendingJob{i: i, job: j, c: c})
 	}
-	if len(ready) == 0 {
-		return out, nil
-	}
 	slices.SortStableFunc(ready, func(a, b pendingJob) int { return strings.Compare(a.job.Key, b.job.Key) })
-	err := db.tx(ctx, func(tx pgx.Tx) error {
-		for lo := 0; lo < len(ready); lo += manyChunk {
-			if err := db.enqueueChunk(ctx, tx, out, ready[lo:min(lo+manyChunk, len(ready))]); err != nil {
-				return err
-			}
+	return out, ready, nil
+}
+
+// enqueueIn inserts the ready jobs in tx, a chunk per round trip, and
+// fills their results.
+func (db *DB) enqueueIn(ctx context.Context, tx pgx.Tx, out []store.EnqueueResult, ready []pendingJob) error {
+	for lo := 0; lo < len(ready); lo += manyChunk {
+		if err := db.enqueueChunk(ctx, tx, out, ready[lo:min(lo+manyChunk, len(ready))]); err != nil {
+			return err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	return out, nil
+	return nil
 }
 
 // pendingJob is job i, checked and encoded, on its way into the table.
@@ -248,4 +275,15 @@ func (db *DB) enqueueTaken(ctx context.Context, tx pgx.Tx, p pendingJob) (store.
 		}
 	}
 	return store.EnqueueResult{}, fmt.Errorf("store: enqueue of key %q: its holder kept changing; try again", j.Key)
+}
+
+// anyNew reports whether results hold a job stored by this enqueue: work
+// to announce.
+func anyNew(results []store.EnqueueResult) bool {
+	for _, r := range results {
+		if r.Err == nil && r.Job != nil && !r.Existing {
+			return true
+		}
+	}
+	return false
 }

@@ -1,12 +1,21 @@
 package postgres
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"math"
+	"net"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemrun/idemrun/store"
 )
@@ -108,5 +117,63 @@ func TestRedactor(t *testing.T) {
 	}
 	if loc := newRedactor("postgres://u@db.example:5432/app?sslmode=disable").location(); loc != "postgres://u@db.example:5432/app?sslmode=disable" {
 		t.Errorf("location of a URL without a password = %q; want it unchanged", loc)
+	}
+}
+
+// TestChannelName: a channel is a valid identifier of at most 63 bytes,
+// one for each schema, also of schemas that share a long prefix.
+func TestChannelName(t *testing.T) {
+	long := strings.Repeat("é", 31) // 62 bytes
+	seen := map[string]string{}
+	for _, s := range []string{"idemrun", `We"ird Schema`, long, long[:60] + "a", long[:60] + "b", strings.Repeat("x", 63)} {
+		c := channelName(s)
+		if len(c) > 63 || !utf8.ValidString(c) || !strings.HasPrefix(c, "idemrun.") {
+			t.Errorf("channelName(%q) = %q: want valid UTF-8 of at most 63 bytes, starting idemrun.", s, c)
+		}
+		if o, ok := seen[c]; ok {
+			t.Errorf("schemas %q and %q share channel %q", o, s, c)
+		}
+		seen[c] = s
+	}
+	if c := channelName("idemrun"); c != "idemrun.idemrun" {
+		t.Errorf("channelName(idemrun) = %q; want the schema named in it", c)
+	}
+}
+
+// TestClassify: what a caller may do about each kind of error: nothing
+// different for the server's refusal of a statement or the caller's own
+// cancellation before COMMIT; try again for a lost connection before
+// COMMIT; the outcome unknown once a COMMIT may have reached the server.
+func TestClassify(t *testing.T) {
+	refused := &pgconn.PgError{Severity: "ERROR", Code: "23505", Message: "duplicate key"}
+	shutdown := &pgconn.PgError{Severity: "FATAL", Code: "57P01", Message: "terminating connection due to administrator command"}
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	for _, c := range []struct {
+		name    string
+		err     error
+		commits bool
+		want    error // nil: unchanged
+	}{
+		{"refused", refused, false, nil},
+		{"refused at commit", refused, true, nil},
+		{"shutdown", shutdown, false, store.ErrUnavailable},
+		{"shutdown at commit", shutdown, true, store.ErrCommitUnknown},
+		{"reset", fmt.Errorf("x: %w", reset), false, store.ErrUnavailable},
+		{"reset at commit", reset, true, store.ErrCommitUnknown},
+		{"eof at commit", io.ErrUnexpectedEOF, true, store.ErrCommitUnknown},
+		{"closed at commit", pgconn.ErrConnClosed, true, store.ErrCommitUnknown},
+		{"canceled", context.Canceled, false, nil},
+		{"canceled at commit", context.Canceled, true, store.ErrCommitUnknown},
+		{"plain", errors.New("store: a refusal of ours"), true, nil},
+	} {
+		got := classify(c.err, c.commits)
+		for _, kind := range []error{store.ErrUnavailable, store.ErrCommitUnknown} {
+			if errors.Is(got, kind) != (kind == c.want) {
+				t.Errorf("%s: classify = %v; errors.Is(%v) = %v", c.name, got, kind, errors.Is(got, kind))
+			}
+		}
+		if !errors.Is(got, c.err) {
+			t.Errorf("%s: classify lost the error it marks", c.name)
+		}
 	}
 }

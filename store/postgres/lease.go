@@ -38,9 +38,11 @@ func (db *DB) Register(ctx context.Context, r store.RunnerInfo, now time.Time, t
 	if err != nil {
 		return err
 	}
-	tag, err := db.pool.Exec(ctx, db.q.register, r.ID, asciiJSON(info), nanos(now), nanos(now.Add(ttl)))
+	// One statement outside a transaction: a connection lost once it
+	// was sent leaves it unknown (store.ErrCommitUnknown), as a COMMIT.
+	tag, err := db.pool.Exec(ctx, db.q.register, r.ID, string(asciiJSON(info)), nanos(now), nanos(now.Add(ttl)))
 	if err != nil {
-		return db.wrap(fmt.Errorf("store: register runner %s in %s: %w", r.ID, db.where, err))
+		return db.wrap(classify(fmt.Errorf("store: register runner %s in %s: %w", r.ID, db.where, err), true))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("store: runner %s is already registered", r.ID)
@@ -56,7 +58,7 @@ func (db *DB) Heartbeat(ctx context.Context, id string, now time.Time, ttl time.
 	}
 	tag, err := db.pool.Exec(ctx, db.q.heartbeat, id, nanos(now), nanos(now.Add(ttl)))
 	if err != nil {
-		return db.wrap(fmt.Errorf("store: heartbeat of runner %s in %s: %w", id, db.where, err))
+		return db.wrap(classify(fmt.Errorf("store: heartbeat of runner %s in %s: %w", id, db.where, err), true))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: runner %s", store.ErrLeaseLost, id)
@@ -70,7 +72,7 @@ func (db *DB) Deregister(ctx context.Context, id string) error {
 		return err
 	}
 	if _, err := db.pool.Exec(ctx, db.q.deregister, id); err != nil {
-		return db.wrap(fmt.Errorf("store: deregister runner %s in %s: %w", id, db.where, err))
+		return db.wrap(classify(fmt.Errorf("store: deregister runner %s in %s: %w", id, db.where, err), true))
 	}
 	return nil
 }

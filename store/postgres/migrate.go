@@ -69,7 +69,8 @@ const migrationsTable = "idemrun_migrations"
 // brings them to this idemrun's version. It is idempotent, and safe when
 // several processes run it at once: they take turns under an advisory
 // lock, and each migration is one transaction with its record. A schema
-// migrated by a newer idemrun is left alone (ErrNewerSchema).
+// migrated by a newer idemrun is left alone (ErrNewerSchema). A
+// connection that cannot be made is a *ConnectError.
 func Migrate(ctx context.Context, url string, opts *Options) error {
 	schema := opts.schema()
 	if err := checkSchemaName(schema); err != nil {
@@ -83,11 +84,13 @@ func Migrate(ctx context.Context, url string, opts *Options) error {
 	where := fmt.Sprintf("%s (schema %s)", r.location(), schema)
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return r.wrap(fmt.Errorf("store: migrate %s: %w", where, err))
+		return asConnectError(r.wrap(fmt.Errorf("store: migrate %s: %w", where, err)), where)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if err := migrate(ctx, conn, schema); err != nil {
-		return r.wrap(fmt.Errorf("store: migrate %s: %w", where, err))
+		// Each migration commits with its record: Migrate is run again
+		// after any failure, so a lost connection is ErrUnavailable.
+		return r.wrap(classify(fmt.Errorf("store: migrate %s: %w", where, err), false))
 	}
 	return nil
 }

@@ -13,7 +13,8 @@ import (
 
 // transition is the one shape of every manual change: the job is locked
 // and read, fn changes a copy, the change is checked against the
-// transition table and the rules of what never changes, and written.
+// transition table and the rules of what never changes, and written. A
+// change that makes the job pending is announced to listeners.
 func (db *DB) transition(ctx context.Context, id string, fn store.TransitionFunc) (*store.Job, error) {
 	if err := db.usable(ctx); err != nil {
 		return nil, err
@@ -23,7 +24,9 @@ func (db *DB) transition(ctx context.Context, id string, fn store.TransitionFunc
 		return nil, err
 	}
 	var out *store.Job
+	held := false
 	err = db.tx(ctx, func(tx pgx.Tx) error {
+		held = false
 		var rec []byte
 		err := tx.QueryRow(ctx, db.q.jobByIDLocked, sid).Scan(&rec)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -62,10 +65,16 @@ func (db *DB) transition(ctx context.Context, id string, fn store.TransitionFunc
 			return err
 		}
 		out = j
-		return nil
+		if j.State == store.StatePending && old.State != store.StatePending {
+			held, err = db.notify.inTx(ctx, tx)
+		}
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	if held {
+		db.notify.trail()
 	}
 	return out, nil
 }
@@ -86,7 +95,8 @@ func (db *DB) Cancel(ctx context.Context, id string, now time.Time, actor, note 
 }
 
 // Retry moves a failed job back to pending with the same key, a fresh
-// attempt budget and a fresh deadline.
+// attempt budget and a fresh deadline, and announces it to listeners
+// (Wakeups).
 func (db *DB) Retry(ctx context.Context, id string, now time.Time, actor, note string) (*store.Job, error) {
 	return db.transition(ctx, id, func(j *store.Job) error {
 		if j.State != store.StateFailed {
@@ -118,65 +128,4 @@ func (db *DB) Resolve(ctx context.Context, id string, as store.State, now time.T
 		j.Reason = fmt.Sprintf("resolved as %s by %s: %s", as, store.ActorOr(actor), note)
 		return nil
 	})
-}
-
-// Sweep deletes up to limit ended jobs (succeeded, failed, canceled) last
-// updated before jobCutoff, in one transaction. The key of a deleted job
-// updated at or after keyCutoff stays reserved (a row of key_tombs) until
-// a later sweep's keyCutoff passes its last update; up to limit such
-// reservations are released first. Both walks go through indexes, and
-// rows other transactions hold are passed over for the next sweep.
-func (db *DB) Sweep(ctx context.Context, jobCutoff, keyCutoff time.Time, limit int) (jobs, keys int, err error) {
-	if err := db.usable(ctx); err != nil {
-		return 0, 0, err
-	}
-	if limit <= 0 {
-		return 0, 0, nil
-	}
-	err = db.tx(ctx, func(tx pgx.Tx) error {
-		jobs, keys = 0, 0
-		tag, err := tx.Exec(ctx, db.q.releaseTombs, nanos(keyCutoff), limit)
-		if err != nil {
-			return err
-		}
-		keys = int(tag.RowsAffected())
-		var tk, tid []string
-		var tupd []int64
-		kc := nanos(keyCutoff)
-		for _, s := range []store.State{store.StateSucceeded, store.StateFailed, store.StateCanceled} {
-			if jobs == limit {
-				break
-			}
-			rows, err := tx.Query(ctx, db.q.sweep, string(s), nanos(jobCutoff), limit-jobs)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var key, id string
-				var upd int64
-				if err := rows.Scan(&key, &id, &upd); err != nil {
-					rows.Close()
-					return err
-				}
-				jobs++
-				if upd >= kc {
-					tk, tid, tupd = append(tk, key), append(tid, id), append(tupd, upd)
-				}
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-		}
-		if len(tk) > 0 {
-			if _, err := tx.Exec(ctx, db.q.insertTombs, tk, tid, tupd); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, 0, err
-	}
-	return jobs, keys, nil
 }

@@ -137,3 +137,7 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// Redacted returns the database URL (or keyword string) with its
+// password masked, for messages and logs.
+func Redacted(url string) string { return newRedactor(url).location() }

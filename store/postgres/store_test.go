@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/idemrun/idemrun/internal/pgtest"
@@ -62,4 +63,27 @@ func TestContract(t *testing.T) {
 		db, _, _ := newStore(t, nil)
 		return db
 	})
+}
+
+// The contract holds in pgx's query modes for poolers in transaction
+// mode (the URL's default_query_exec_mode), which send every argument
+// as text.
+func TestContractInPoolerQueryModes(t *testing.T) {
+	for _, mode := range []string{"exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T) storetest.Store {
+				url, schema := pgtest.Schema(t)
+				sep := "?"
+				if strings.Contains(url, "?") {
+					sep = "&"
+				}
+				url += sep + "default_query_exec_mode=" + mode
+				opts := &postgres.Options{Schema: schema, PollOnly: true}
+				if err := postgres.Migrate(ctx, url, opts); err != nil {
+					t.Fatalf("Migrate: %v", err)
+				}
+				return openStore(t, url, opts)
+			})
+		})
+	}
 }
