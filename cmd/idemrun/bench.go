@@ -59,7 +59,10 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 			return &api.InvalidError{Field: "dir", Value: fmt.Sprintf("%q", *dir), Accepted: "an existing directory"}
 		}
 	}
-	pg := bench.IsPostgresURL(*db)
+	if fs.Changed("schema") {
+		return &api.InvalidError{Field: "schema", Value: fmt.Sprintf("%q", fs.Lookup("schema").Value.String()), Accepted: "none: on Postgres the bench works in a new schema of its own (idemrun_bench_…), dropped at the end"}
+	}
+	pg := api.IsURL(*db)
 	if fs.Changed("pg-conns") {
 		if !pg {
 			return &api.InvalidError{Field: "pg-conns", Value: fmt.Sprint(*pgConns), Accepted: "only with --db postgres://…"}
@@ -75,7 +78,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		return &api.InvalidError{Field: "preload", Value: fmt.Sprint(*preload), Accepted: "0 with --db postgres://… (preloading is bbolt's only)"}
 	case pg:
 		if err := bench.CheckPostgresURL(*db); err != nil {
-			return &api.InvalidError{Field: "db", Value: bench.RedactURL(*db), Accepted: "a postgres:// URL that parses"}
+			return &api.InvalidError{Field: "db", Value: api.Redacted(*db), Accepted: "a postgres:// URL that parses"}
 		}
 	case *db != "":
 		if *dir != "" {

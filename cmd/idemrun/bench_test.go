@@ -109,6 +109,7 @@ func TestBenchPostgresBadFlags(t *testing.T) {
 		{[]string{"bench", "--db", pg, "--preload", "10"}, "preload"},
 		{[]string{"bench", "--db", "postgres://bench:s3cret@127.0.0.1:1/db?sslmode=nonsense"}, "invalid db"},
 		{[]string{"bench", "--db", pg, "--jobs", "0"}, "jobs"},
+		{[]string{"bench", "--db", pg, "--schema", "idemrun"}, "invalid schema"},
 	} {
 		r := e.run(c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {

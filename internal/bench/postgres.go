@@ -4,11 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,9 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemrun/idemrun/api"
-	"github.com/idemrun/idemrun/idemkey"
-	"github.com/idemrun/idemrun/runner"
-	"github.com/idemrun/idemrun/store"
 	"github.com/idemrun/idemrun/store/postgres"
 )
 
@@ -36,7 +29,7 @@ func runPostgres(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer sc.drop()
-	fmt.Fprintf(cfg.Out, "schema %s on %s (dropped at the end)\n", sc.schema, RedactURL(cfg.Postgres))
+	fmt.Fprintf(cfg.Out, "schema %s on %s (dropped at the end)\n", sc.schema, api.Redacted(cfg.Postgres))
 	if err := pgCeilings(ctx, sc.pool, sc.schema, cfg.PGConns, res); err != nil {
 		return nil, fmt.Errorf("bench: Postgres ceilings: %w", err)
 	}
@@ -53,11 +46,11 @@ func runPostgres(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer tgt.srv.Close()
 	open := func() (client, error) {
-		db, err := postgres.Open(ctx, cfg.Postgres, &postgres.Options{Schema: sc.schema, MaxConns: int32(cfg.PGConns)})
+		c, err := api.Open(cfg.Postgres, &api.Options{Postgres: &postgres.Options{Schema: sc.schema, MaxConns: int32(cfg.PGConns)}})
 		if err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
-		return &pgClient{db: db}, nil
+		return apiClient{c}, nil
 	}
 	c, err := open()
 	if err != nil {
@@ -110,28 +103,13 @@ func runPostgres(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// IsPostgresURL reports whether a --db value names a Postgres database
-// rather than a scratch file.
-func IsPostgresURL(s string) bool {
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
-}
-
 // CheckPostgresURL refuses a URL pgx cannot read, without naming its
 // password.
 func CheckPostgresURL(s string) error {
 	if _, err := pgx.ParseConfig(s); err != nil {
-		return fmt.Errorf("bench: the Postgres URL %s does not parse", RedactURL(s))
+		return fmt.Errorf("bench: the Postgres URL %s does not parse", api.Redacted(s))
 	}
 	return nil
-}
-
-// RedactURL is s without its password, for messages.
-func RedactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(not shown: it does not parse)"
-	}
-	return u.Redacted()
 }
 
 // DefaultPGConns is the bench's pool size for a runner of workers workers
@@ -241,20 +219,20 @@ type pgScratch struct {
 func newPGScratch(ctx context.Context, dbURL string, conns int) (*pgScratch, error) {
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
-		return nil, errors.New("bench: " + CheckPostgresURL(dbURL).Error())
+		return nil, fmt.Errorf("bench: the Postgres URL %s does not parse", api.Redacted(dbURL))
 	}
 	cfg.MaxConns = int32(max(conns, 4))
 	cfg.ConnConfig.RuntimeParams["application_name"] = "idemrun bench"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("bench: connect to %s: %v", RedactURL(dbURL), err)
+		return nil, fmt.Errorf("bench: connect to %s: %v", api.Redacted(dbURL), err)
 	}
 	s := &pgScratch{url: dbURL, schema: newSchemaName(), pool: pool}
 	// CREATE SCHEMA without IF NOT EXISTS: a name taken is an error here,
 	// before the bench owns anything.
 	if _, err := pool.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("bench: create schema %s on %s: %v", s.schema, RedactURL(dbURL), err)
+		return nil, fmt.Errorf("bench: create schema %s on %s: %v", s.schema, api.Redacted(dbURL), err)
 	}
 	if err := postgres.Migrate(ctx, dbURL, &postgres.Options{Schema: s.schema}); err != nil {
 		s.drop()
@@ -287,50 +265,3 @@ func (s *pgScratch) walBytes(ctx context.Context) (int64, error) {
 	err := s.pool.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`).Scan(&n)
 	return n, err
 }
-
-// pgClient is the bench's interim client over a Postgres store, until the
-// api opens one: the jobs it enqueues are those api.Client.BuildJob makes
-// of the bench's requests.
-type pgClient struct {
-	db *postgres.DB
-}
-
-func (c *pgClient) build(req api.Request, o api.EnqueueOptions) *store.Job {
-	now := time.Now().UTC()
-	h := make(http.Header, len(req.Header))
-	for _, f := range req.Header {
-		h.Add(f.Name, f.Value)
-	}
-	return &store.Job{
-		ID: store.NewID(), Key: o.Key, Fingerprint: idemkey.Fingerprint(req.Method, req.URL, h, req.Body), State: store.StatePending,
-		Request:   store.Request{Method: req.Method, URL: req.URL, Header: req.Header, Body: append([]byte(nil), req.Body...)},
-		StatusURL: o.StatusURL, MaxAttempts: api.DefaultMaxAttempts, DeadlineAfter: o.Deadline, AttemptTimeout: o.AttemptTimeout,
-		CreatedAt: now, UpdatedAt: now, NextRunAt: now, Deadline: now.Add(o.Deadline),
-	}
-}
-
-func (c *pgClient) Enqueue(ctx context.Context, req api.Request, o api.EnqueueOptions) error {
-	_, err := c.db.Enqueue(ctx, c.build(req, o))
-	return err
-}
-
-func (c *pgClient) EnqueueMany(ctx context.Context, items []api.ManyItem) error {
-	res, err := c.db.EnqueueManyFunc(ctx, len(items), func(i int) (*store.Job, error) {
-		return c.build(items[i].Request, items[i].Options), nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, r := range res {
-		if r.Err != nil {
-			return r.Err
-		}
-	}
-	return nil
-}
-
-func (c *pgClient) NewRunner(cfg runner.Config) (*runner.Runner, error) {
-	return runner.New(c.db, cfg), nil
-}
-func (c *pgClient) Store() store.Store { return c.db }
-func (c *pgClient) Close() error       { return c.db.Close() }
