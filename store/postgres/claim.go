@@ -406,9 +406,10 @@ func (db *DB) leadFinishes(ctx context.Context, g *finishGroup, leader *finishRe
 }
 
 // runFinishes writes a batch of finishes and their next claims in one
-// transaction. A transaction that fails before its commit is tried again
-// finish by finish, so each gets its own outcome; a failed commit is
-// every finish's error, as it would be alone.
+// transaction. A transaction refused before its commit (a statement's
+// error) is tried again finish by finish, so each gets its own outcome;
+// a failed commit, or a lost server, is every finish's error, as it
+// would be alone.
 func (db *DB) runFinishes(ctx context.Context, batch []*finishReq) {
 	if len(batch) == 1 {
 		db.finishOne(ctx, batch[0])
@@ -429,6 +430,7 @@ func (db *DB) runFinishes(ctx context.Context, batch []*finishReq) {
 	}
 	committing := false
 	err := db.tx(ctx, func(tx pgx.Tx) error {
+		committing = false
 		for _, r := range batch {
 			r.nc, r.err = nil, nil
 		}
@@ -440,7 +442,9 @@ func (db *DB) runFinishes(ctx context.Context, batch []*finishReq) {
 	})
 	switch {
 	case err == nil:
-	case committing:
+	case committing, errors.Is(err, store.ErrUnavailable):
+		// A commit that failed, or a server out of reach: each finish
+		// alone would fail the same way, one after another.
 		for _, r := range batch {
 			r.nc, r.err = nil, err
 		}
