@@ -1,0 +1,110 @@
+package postgres_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/storetest"
+)
+
+// Finishes that arrive together share transactions: a stale one among
+// them is refused alone (ErrFenced, no next claim), the others are
+// written, and their next claims are distinct due jobs held by their
+// runner, earliest first but for the one row the stale finish's group
+// locked for it and left (another group, skipping the locked row,
+// claims past it; the row stays due).
+func TestFinishGroupStaleAmongHeld(t *testing.T) {
+	db, _, _ := newStore(t, nil)
+	now := storetest.T0()
+	const claimed, extra = 40, 60
+	var jobs []*store.Job
+	for i := range claimed + extra {
+		j := storetest.NewJob(fmt.Sprintf("g-%03d", i), now)
+		j.NextRunAt = now.Add(-time.Duration(claimed+extra-i) * time.Millisecond)
+		jobs = append(jobs, j)
+	}
+	if _, err := db.EnqueueMany(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	owner := store.RunnerInfo{ID: store.NewID(), Workers: claimed}
+	if err := db.Register(ctx, owner, now, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := db.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now, Limit: claimed, Owner: owner.ID})
+	if err != nil || len(cs) != claimed {
+		t.Fatalf("ClaimDue = %d claims, %v; want %d", len(cs), err, claimed)
+	}
+	// A claim whose attempt the stored job does not have: stale, though
+	// its own copy of the job agrees with it.
+	stale := cs[7]
+	stale.Attempt++
+	stale.Job = stale.Job.Clone()
+	stale.Job.Attempts++
+	cs[7] = stale
+
+	finish := func(j *store.Job) error {
+		j.State, j.UpdatedAt = store.StateSucceeded, now
+		return nil
+	}
+	type out struct {
+		next *store.Claim
+		err  error
+	}
+	res := make([]out, claimed)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, n, err := db.FinishClaim(ctx, c, finish, &store.NextClaim{Now: now, Owner: owner.ID})
+			res[i] = out{n, err}
+		}()
+	}
+	close(start)
+	wg.Wait()
+
+	seen := map[string]bool{}
+	for i, r := range res {
+		if i == 7 {
+			if !errors.Is(r.err, store.ErrFenced) || r.next != nil {
+				t.Errorf("stale finish: next %v, err %v; want no claim and ErrFenced", r.next, r.err)
+			}
+			continue
+		}
+		if r.err != nil {
+			t.Errorf("finish %d: %v", i, r.err)
+			continue
+		}
+		if r.next == nil {
+			t.Errorf("finish %d claimed nothing next, with %d jobs due", i, extra)
+			continue
+		}
+		if seen[r.next.Job.ID] || r.next.Owner != owner.ID || r.next.Job.State != store.StateRunning {
+			t.Errorf("next claim of %s: seen before %v, owner %q, state %s", r.next.Job.Key, seen[r.next.Job.ID], r.next.Owner, r.next.Job.State)
+		}
+		seen[r.next.Job.ID] = true
+	}
+	// The next claims took the earliest due jobs, but for at most one.
+	var passed []string
+	for i := claimed; i < claimed+claimed-1; i++ {
+		if !seen[jobs[i].ID] {
+			passed = append(passed, jobs[i].Key)
+		}
+	}
+	if len(passed) > 1 {
+		t.Errorf("the next claims passed over %v; want the earliest due jobs but for at most one", passed)
+	}
+	st, err := db.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[store.StateSucceeded] != claimed-1 || st[store.StateRunning] != claimed || st[store.StatePending] != extra-claimed+1 {
+		t.Errorf("Stats = %v; want %d succeeded, %d running, %d pending", st, claimed-1, claimed, extra-claimed+1)
+	}
+}
