@@ -14,15 +14,16 @@ import (
 )
 
 func (m *Main) bench(ctx context.Context, args []string) error {
-	fs, db := m.flags("bench", "[--jobs N] [--workers W] [--producers P] [--preload N] [--db FILE | --dir DIR] [--json]")
+	fs, db := m.flags("bench", "[--jobs N] [--workers W] [--producers P] [--preload N] [--db FILE | --dir DIR | --db postgres://… [--pg-conns N]] [--json]")
 	// The bench's --db is a scratch file it creates and deletes, not the
 	// store the other commands use: no $IDEMRUN_DB, no ./idemrun.db.
-	fs.Lookup("db").Usage = "scratch database file to bench on (must not exist; created and deleted, with FILE.raw and FILE.many; default a temp dir)"
+	fs.Lookup("db").Usage = "scratch database file to bench on (must not exist; created and deleted, with FILE.raw and FILE.many; default a temp dir), or a postgres:// URL (the bench works in a new schema of its own, dropped at the end)"
 	jobs := fs.Int("jobs", 20000, "jobs to enqueue and work")
 	wf := addWorkerFlags(fs, 100, "runner workers")
 	producers := fs.Int("producers", 64, "goroutines enqueuing one job at a time")
 	preload := fs.Int("preload", 0, "pre-fill the store with this many end-state jobs")
 	dir := fs.String("dir", "", "directory for the scratch databases (the filesystem to bench on; default a temp dir); files are deleted")
+	pgConns := fs.Int("pg-conns", 0, "with --db postgres://…: the store's connection pool size (default min(workers, 32))")
 	asJSON := fs.Bool("json", false, "print the figures as a JSON object")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to FILE (of the whole run, or of --profile-phase)")
 	memProfile := fs.String("memprofile", "", "write an allocation profile of the whole run to FILE")
@@ -58,7 +59,28 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 			return &api.InvalidError{Field: "dir", Value: fmt.Sprintf("%q", *dir), Accepted: "an existing directory"}
 		}
 	}
-	if *db != "" {
+	if fs.Changed("schema") {
+		return &api.InvalidError{Field: "schema", Value: fmt.Sprintf("%q", fs.Lookup("schema").Value.String()), Accepted: "none: on Postgres the bench works in a new schema of its own (idemrun_bench_…), dropped at the end"}
+	}
+	pg := api.IsURL(*db)
+	if fs.Changed("pg-conns") {
+		if !pg {
+			return &api.InvalidError{Field: "pg-conns", Value: fmt.Sprint(*pgConns), Accepted: "only with --db postgres://…"}
+		}
+		if *pgConns < 1 || *pgConns > 1000 {
+			return &api.InvalidError{Field: "pg-conns", Value: fmt.Sprint(*pgConns), Accepted: "1 to 1000"}
+		}
+	}
+	switch {
+	case pg && *dir != "":
+		return &api.InvalidError{Field: "dir", Value: fmt.Sprintf("%q", *dir), Accepted: "a directory for scratch files, which a bench on Postgres has none of"}
+	case pg && *preload > 0:
+		return &api.InvalidError{Field: "preload", Value: fmt.Sprint(*preload), Accepted: "0 with --db postgres://… (preloading is bbolt's only)"}
+	case pg:
+		if err := bench.CheckPostgresURL(*db); err != nil {
+			return &api.InvalidError{Field: "db", Value: api.Redacted(*db), Accepted: "a postgres:// URL that parses"}
+		}
+	case *db != "":
 		if *dir != "" {
 			return &api.InvalidError{Field: "db", Value: fmt.Sprintf("%q", *db), Accepted: "either --db or --dir, not both"}
 		}
@@ -100,6 +122,9 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	defer stop()
 	tuneGC(m.Getenv) // the same collector settings as `idemrun run`
 	cfg := bench.Config{Jobs: *jobs, Workers: *wf.workers, Producers: *producers, MaxConnsPerHost: *wf.maxConns, NetHTTP: wf.netHTTP(), Preload: *preload, DB: *db, Dir: *dir, Out: m.Stderr}
+	if pg {
+		cfg.DB, cfg.Postgres, cfg.PGConns = "", *db, *pgConns
+	}
 	if profile != nil && *phase != "all" {
 		cfg.Profile, cfg.ProfilePhase = profile, *phase
 	}
@@ -114,6 +139,9 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	}
 	if *asJSON {
 		return m.printJSON(res)
+	}
+	if pg {
+		return printPostgres(m, res)
 	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	raw := res.RawUpdateCommitsPerS
@@ -139,6 +167,44 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	row("restart to first send", res.RestartToFirstSendMs, "ms", false)
 	row("peak RSS (incl. mapped file)", res.PeakRSSMiB, "MiB", false)
 	row("anonymous RSS at end", res.RSSAnonMiB, "MiB", false)
+	return tw.Flush()
+}
+
+// printPostgres prints a bench on Postgres: every rate also as a multiple
+// of the database's ceilings of the same run.
+func printPostgres(m *Main, res *bench.Result) error {
+	tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	ratio := func(v, c float64) string {
+		if c <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f×", v/c)
+	}
+	row := func(name string, v float64, unit string) {
+		fmt.Fprintf(tw, "%s\t%.3f\t%s\t\t\t\t\n", name, v, unit)
+	}
+	rate := func(name string, v float64) {
+		fmt.Fprintf(tw, "%s\t%.0f\tjobs/s\t%s\t%s\t%s\t\n", name, v,
+			ratio(v, res.PGCommitsPerS1), ratio(v, res.PGCommitsPerSPool), ratio(v, res.PGBatchRowsPerS))
+	}
+	fmt.Fprintf(tw, "jobs\t%d\t\t\t\t\t\n", res.Jobs)
+	fmt.Fprintf(tw, "workers / producers / connections\t%d / %d / %d\t\t\t\t\t\n", res.Workers, res.Producers, res.PGConns)
+	fmt.Fprintf(tw, "ceiling: INSERT commits, 1 connection\t%.0f\t/s\t\t\t\t\n", res.PGCommitsPerS1)
+	fmt.Fprintf(tw, "ceiling: INSERT commits, %d connections\t%.0f\t/s\t\t\t\t\n", res.PGConns, res.PGCommitsPerSPool)
+	fmt.Fprintf(tw, "ceiling: COPY, %d rows per transaction\t%.0f\trows/s\t\t\t\t\n", res.PGBatchRows, res.PGBatchRowsPerS)
+	fmt.Fprintf(tw, "\t\t\t× 1-conn commits\t× %d-conn commits\t× COPY rows\t\n", res.PGConns)
+	rate("enqueue, one by one", res.EnqueueJobsPerS)
+	rate("EnqueueMany", res.EnqueueManyJobsPerS)
+	rate("worked (POST to loopback)", res.WorkedJobsPerS)
+	row("HTTP alone (no store)", res.HTTPCeilingReqPerS, "req/s")
+	row("enqueue p50", res.EnqueueP50Ms, "ms")
+	row("enqueue p99", res.EnqueueP99Ms, "ms")
+	row("WAL per worked job", res.PGWALBytesPerJob, "bytes")
+	row("CPU per worked job (this process)", res.WorkCPUMicrosPerJob, "µs")
+	row("stats latency", res.StatsLatencyMs, "ms")
+	row("claim latency (nothing due)", res.ClaimLatencyMs, "ms")
+	row("restart to first send", res.RestartToFirstSendMs, "ms")
+	row("peak RSS", res.PeakRSSMiB, "MiB")
 	return tw.Flush()
 }
 

@@ -89,3 +89,37 @@ func TestBenchBadFlags(t *testing.T) {
 		t.Errorf("refused bench changed an existing --db file: %q, %v", b, err)
 	}
 }
+
+// Bad flags of a bench on Postgres are refused before anything connects:
+// exit 2 naming the flag, and never the URL's password.
+func TestBenchPostgresBadFlags(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// Nothing listens on port 1: a flag that were not refused first
+	// would fail on the connection instead, with another exit code.
+	pg := "postgres://bench:s3cret@127.0.0.1:1/db"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--pg-conns", "8"}, "pg-conns"},
+		{[]string{"bench", "--db", pg, "--pg-conns", "0"}, "pg-conns"},
+		{[]string{"bench", "--db", pg, "--pg-conns", "1001"}, "pg-conns"},
+		{[]string{"bench", "--db", pg, "--dir", e.dir}, "invalid dir"},
+		{[]string{"bench", "--db", pg, "--preload", "10"}, "preload"},
+		{[]string{"bench", "--db", "postgres://bench:s3cret@127.0.0.1:1/db?sslmode=nonsense"}, "invalid db"},
+		{[]string{"bench", "--db", pg, "--jobs", "0"}, "jobs"},
+		{[]string{"bench", "--db", pg, "--schema", "idemrun"}, "invalid schema"},
+	} {
+		r := e.run(c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: got\n%s\nwant exit 2 naming %s", c.args, r, c.want)
+		}
+		if strings.Contains(r.stderr, "s3cret") {
+			t.Errorf("%v: the refusal shows the URL's password:\n%s", c.args, r.stderr)
+		}
+		if r.took > 5*time.Second {
+			t.Errorf("%v took %s to refuse, want quick", c.args, r.took)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -55,6 +56,14 @@ type Config struct {
 	// empty. The directory and everything in it are deleted when the
 	// bench ends.
 	Dir string
+	// Postgres, when set, is the URL of a Postgres database to bench on
+	// instead of a bbolt file: the bench creates a schema of its own in
+	// it, migrates it, and drops it with everything in it when it ends.
+	// DB, Dir and Preload do not apply.
+	Postgres string
+	// PGConns is the size of the store's connection pool on Postgres;
+	// DefaultPGConns(Workers) when zero.
+	PGConns int
 	// Out receives progress notes; nil discards.
 	Out io.Writer
 	// Profile, when set, receives a CPU profile of one phase:
@@ -111,6 +120,26 @@ type Result struct {
 	// runner's client (its connection cap included) to a target like the
 	// bench's, no store. Worked jobs/s cannot pass it.
 	HTTPCeilingReqPerS float64 `json:"http_ceiling_req_per_s"`
+
+	// Backend is the store benched: "bbolt" or "postgres".
+	Backend string `json:"backend"`
+	// On Postgres, the database's own ceilings, measured in the same run
+	// in a scratch table of the bench's schema: single-row INSERTs each
+	// committed on its own, back to back on one connection and on
+	// PGConns connections at once; and rows/s of COPY in transactions of
+	// PGBatchRows rows.
+	PGConns           int     `json:"pg_conns,omitempty"`
+	PGCommitsPerS1    float64 `json:"pg_insert_commits_per_s_1conn,omitempty"`
+	PGCommitsPerSPool float64 `json:"pg_insert_commits_per_s_pool,omitempty"`
+	PGBatchRowsPerS   float64 `json:"pg_batch_insert_rows_per_s,omitempty"`
+	PGBatchRows       int     `json:"pg_batch_rows,omitempty"`
+	// PGWALBytesPerJob is the WAL the server wrote during the work phase,
+	// per job (the whole server's WAL: the bench's alone on a server no
+	// one else writes to).
+	PGWALBytesPerJob float64 `json:"pg_wal_bytes_per_worked_job,omitempty"`
+	// Ratios holds every rate as a multiple of each ceiling of the run,
+	// keyed "figure/ceiling" by their JSON names.
+	Ratios map[string]float64 `json:"ratios,omitempty"`
 }
 
 func (c *Config) defaults() {
@@ -261,6 +290,9 @@ func CheckDBPath(path string) error {
 // Run runs the bench.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.defaults()
+	if cfg.Postgres != "" {
+		return runPostgres(ctx, cfg)
+	}
 	var dbPath, rawPath, manyPath string
 	if cfg.DB != "" {
 		dbPath, rawPath, manyPath = cfg.DB, cfg.DB+".raw", cfg.DB+".many"
@@ -279,10 +311,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// deletes its own).
 	defer os.Remove(manyPath)
 	defer os.Remove(dbPath)
-	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Producers: cfg.Producers, Preload: cfg.Preload, HTTPTransport: "runner"}
-	if cfg.NetHTTP {
-		res.HTTPTransport = "net/http"
-	}
+	res := newResult(cfg, "bbolt")
 	var err error
 	if res.RawUpdateCommitsPerS, err = bolt.RawCommitsPerSecond(rawPath, time.Second); err != nil {
 		return nil, fmt.Errorf("bench: raw commits: %w", err)
@@ -322,12 +351,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	closed := false
-	defer func() {
-		if !closed {
-			c.Close()
-		}
-	}()
+	defer c.Close() // a second Close is a no-op
 	db, err := boltOf(c)
 	if err != nil {
 		return nil, err
@@ -340,8 +364,115 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.PreloadSeconds = time.Since(start).Seconds()
 		fmt.Fprintf(cfg.Out, "preloaded %d end-state jobs in %.1fs\n", cfg.Preload, res.PreloadSeconds)
 	}
+	cl := apiClient{c}
+	if err := oneByOne(ctx, cfg, tgt.url, cl, res); err != nil {
+		return nil, err
+	}
 
-	// One-by-one enqueue from many producers.
+	// Work them.
+	var commitN, commitOps atomic.Int64
+	var commitDur atomic.Int64
+	db.SetCommitObserver(func(d time.Duration, ops int) {
+		commitN.Add(1)
+		commitOps.Add(int64(ops))
+		commitDur.Add(int64(d))
+	})
+	commits0, _ := db.Counters()
+	if err := work(ctx, cfg, cl, tgt, res); err != nil {
+		return nil, err
+	}
+	commits1, _ := db.Counters()
+	res.CommitsPerJob = float64(commits1-commits0) / float64(cfg.Jobs)
+	db.SetCommitObserver(func(time.Duration, int) {})
+	if n := commitN.Load(); n > 0 {
+		res.CommitMsAvg = ms(time.Duration(commitDur.Load() / n))
+		res.OpsPerCommit = float64(commitOps.Load()) / float64(n)
+	}
+	fmt.Fprintf(cfg.Out, "Worked (%d workers): %.0f jobs/s, %.3f commits/job, %.2f ms/commit, %.1f ops/commit, %.0f µs CPU/job\n", cfg.Workers, res.WorkedJobsPerS, res.CommitsPerJob, res.CommitMsAvg, res.OpsPerCommit, res.WorkCPUMicrosPerJob)
+
+	latencies(ctx, cl, res)
+	err = restart(ctx, cfg, tgt, cl, func() (client, error) {
+		c, err := api.Open(dbPath, &api.Options{Direct: true})
+		if err != nil {
+			return nil, err
+		}
+		return apiClient{c}, nil
+	}, res)
+	if err != nil {
+		return nil, err
+	}
+	res.PeakRSSMiB = procStatusMiB("VmHWM:")
+	res.RSSAnonMiB = procStatusMiB("RssAnon:")
+	res.ratios(map[string]float64{"raw_update_commits_per_s": res.RawUpdateCommitsPerS})
+	return res, nil
+}
+
+func newResult(cfg Config, backend string) *Result {
+	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Producers: cfg.Producers, Preload: cfg.Preload, HTTPTransport: "runner", Backend: backend}
+	if cfg.NetHTTP {
+		res.HTTPTransport = "net/http"
+	}
+	return res
+}
+
+// ratios fills Ratios: each rate over each of the ceilings given.
+func (res *Result) ratios(ceilings map[string]float64) {
+	rates := map[string]float64{
+		"enqueue_jobs_per_s":      res.EnqueueJobsPerS,
+		"enqueue_many_jobs_per_s": res.EnqueueManyJobsPerS,
+		"worked_jobs_per_s":       res.WorkedJobsPerS,
+	}
+	res.Ratios = map[string]float64{}
+	for rn, r := range rates {
+		for cn, c := range ceilings {
+			if c > 0 {
+				res.Ratios[rn+"/"+cn] = r / c
+			}
+		}
+	}
+	if res.HTTPCeilingReqPerS > 0 {
+		res.Ratios["worked_jobs_per_s/http_ceiling_req_per_s"] = res.WorkedJobsPerS / res.HTTPCeilingReqPerS
+	}
+}
+
+// client is what the bench uses of a store's client: an api.Client on
+// bbolt, the bench's own over Postgres.
+type client interface {
+	Enqueue(ctx context.Context, req api.Request, o api.EnqueueOptions) error
+	EnqueueMany(ctx context.Context, items []api.ManyItem) error
+	NewRunner(cfg runner.Config) (*runner.Runner, error)
+	Store() store.Store
+	Close() error
+}
+
+// apiClient is an api.Client as a client.
+type apiClient struct{ c *api.Client }
+
+func (a apiClient) Enqueue(ctx context.Context, req api.Request, o api.EnqueueOptions) error {
+	_, err := a.c.Enqueue(ctx, req, o)
+	return err
+}
+
+func (a apiClient) EnqueueMany(ctx context.Context, items []api.ManyItem) error {
+	res, err := a.c.EnqueueMany(ctx, items)
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	return nil
+}
+
+func (a apiClient) NewRunner(cfg runner.Config) (*runner.Runner, error) { return a.c.NewRunner(cfg) }
+func (a apiClient) Store() store.Store                                  { return a.c.Store() }
+func (a apiClient) Close() error                                        { return a.c.Close() }
+
+// oneByOne enqueues cfg.Jobs jobs one at a time from cfg.Producers
+// goroutines, recording each call's latency.
+func oneByOne(ctx context.Context, cfg Config, url string, c client, res *Result) error {
 	lat := make([]time.Duration, cfg.Jobs)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -356,9 +487,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				if i >= cfg.Jobs {
 					return
 				}
-				req, o := request(tgt.url, i)
+				req, o := request(url, i)
 				t0 := time.Now()
-				if _, err := c.Enqueue(ctx, req, o); err != nil {
+				if err := c.Enqueue(ctx, req, o); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
@@ -368,7 +499,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	wg.Wait()
 	if e := firstErr.Load(); e != nil {
-		return nil, fmt.Errorf("bench: enqueue: %w", e.(error))
+		return fmt.Errorf("bench: enqueue: %w", e.(error))
 	}
 	el := time.Since(start)
 	res.EnqueueJobsPerS = float64(cfg.Jobs) / el.Seconds()
@@ -376,16 +507,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.EnqueueP50Ms = ms(percentile(lat, 50))
 	res.EnqueueP99Ms = ms(percentile(lat, 99))
 	fmt.Fprintf(cfg.Out, "Enqueue (%d producers): %.0f jobs/s, p50 %.2f ms, p99 %.2f ms\n", cfg.Producers, res.EnqueueJobsPerS, res.EnqueueP50Ms, res.EnqueueP99Ms)
+	return nil
+}
 
-	// Work them.
-	var commitN, commitOps atomic.Int64
-	var commitDur atomic.Int64
-	db.SetCommitObserver(func(d time.Duration, ops int) {
-		commitN.Add(1)
-		commitOps.Add(int64(ops))
-		commitDur.Add(int64(d))
-	})
-	commits0, _ := db.Counters()
+// work runs a runner over c until cfg.Jobs jobs succeeded, and fills in
+// the work figures. A job that ends any other way fails the bench.
+func work(ctx context.Context, cfg Config, c client, tgt *target, res *Result) error {
 	var succeeded atomic.Int64
 	done := make(chan struct{})
 	var doneOnce sync.Once
@@ -393,6 +520,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r, err := c.NewRunner(runner.Config{
+		// A log line per job would be part of what is measured.
+		Logger:          slog.New(slog.DiscardHandler),
 		Workers:         cfg.Workers,
 		MaxConnsPerHost: cfg.MaxConnsPerHost,
 		NetHTTP:         cfg.NetHTTP,
@@ -412,94 +541,89 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	runErr := make(chan error, 1)
-	if stop, err = cfg.profile("work"); err != nil {
-		return nil, err
+	stop, err := cfg.profile("work")
+	if err != nil {
+		return err
 	}
 	var stopOnce sync.Once
 	stopWork := func() { stopOnce.Do(stop) }
 	defer stopWork()
-	start = time.Now()
+	start := time.Now()
 	cpu0 := cpuTime()
 	go func() { runErr <- r.Run(rctx) }()
 	select {
 	case <-done:
 	case err := <-runErr:
-		return nil, fmt.Errorf("bench: runner stopped early: %v", err)
+		return fmt.Errorf("bench: runner stopped early: %v", err)
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		cancel()
+		<-runErr
+		return ctx.Err()
 	}
-	el = time.Since(start)
+	el := time.Since(start)
 	res.WorkCPUMicrosPerJob = float64(cpuTime()-cpu0) / float64(time.Microsecond) / float64(cfg.Jobs)
 	stopWork()
 	cancel()
 	<-runErr
 	if j := lost.Load(); j != nil {
-		return nil, fmt.Errorf("bench: job %s ended %s (%s); its figures would not be of N worked jobs", j.ID, j.State, j.LastError)
+		return fmt.Errorf("bench: job %s ended %s (%s); its figures would not be of N worked jobs", j.ID, j.State, j.LastError)
 	}
-	commits1, _ := db.Counters()
 	res.WorkedJobsPerS = float64(cfg.Jobs) / el.Seconds()
-	res.CommitsPerJob = float64(commits1-commits0) / float64(cfg.Jobs)
 	res.TargetRequestsReceived = tgt.requests.Load()
 	if posts := tgt.posts.Load(); posts != int64(cfg.Jobs) {
 		// Counted at the target: each of the N jobs succeeded, so more
 		// POSTs than jobs means a job was sent twice.
-		return nil, fmt.Errorf("bench: the target received %d POSTs for %d jobs that each succeeded once; want exactly %d", posts, cfg.Jobs, cfg.Jobs)
+		return fmt.Errorf("bench: the target received %d POSTs for %d jobs that each succeeded once; want exactly %d", posts, cfg.Jobs, cfg.Jobs)
 	}
-	db.SetCommitObserver(func(time.Duration, int) {})
-	if n := commitN.Load(); n > 0 {
-		res.CommitMsAvg = ms(time.Duration(commitDur.Load() / n))
-		res.OpsPerCommit = float64(commitOps.Load()) / float64(n)
-	}
-	fmt.Fprintf(cfg.Out, "Worked (%d workers): %.0f jobs/s, %.3f commits/job, %.2f ms/commit, %.1f ops/commit, %.0f µs CPU/job\n", cfg.Workers, res.WorkedJobsPerS, res.CommitsPerJob, res.CommitMsAvg, res.OpsPerCommit, res.WorkCPUMicrosPerJob)
+	return nil
+}
 
-	// Latencies on the now-full store.
-	res.StatsLatencyMs = medianMs(31, func() error { _, err := c.Stats(ctx); return err })
+// latencies measures stats and an empty claim on the now-full store.
+func latencies(ctx context.Context, c client, res *Result) {
+	res.StatsLatencyMs = medianMs(31, func() error { _, err := c.Store().Stats(); return err })
 	res.ClaimLatencyMs = medianMs(31, func() error {
 		_, err := c.Store().ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: time.Now(), Limit: 100})
 		return err
 	})
+}
 
-	// Restart to first send: one due job, close, reopen, time to the target.
+// restart measures restart to first send: one due job, c closed, the
+// store reopened, and the time until the target sees the job.
+func restart(ctx context.Context, cfg Config, tgt *target, c client, reopen func() (client, error), res *Result) error {
 	req, o := request(tgt.url, cfg.Jobs+1)
-	if _, err := c.Enqueue(ctx, req, o); err != nil {
-		return nil, err
+	if err := c.Enqueue(ctx, req, o); err != nil {
+		return err
 	}
 	c.Close()
-	closed = true
 	tgt.resetFirst()
 	t0 := time.Now()
-	c2, err := api.Open(dbPath, &api.Options{Direct: true})
+	c2, err := reopen()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer c2.Close()
-	r2, err := c2.NewRunner(runner.Config{Workers: cfg.Workers, MaxConnsPerHost: cfg.MaxConnsPerHost, NetHTTP: cfg.NetHTTP, StartupSpread: time.Millisecond})
+	r2, err := c2.NewRunner(runner.Config{Workers: cfg.Workers, MaxConnsPerHost: cfg.MaxConnsPerHost, NetHTTP: cfg.NetHTTP, StartupSpread: time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r2ctx, cancel2 := context.WithCancel(ctx)
+	defer cancel2()
 	r2done := make(chan error, 1)
 	go func() { r2done <- r2.Run(r2ctx) }()
+	defer func() { cancel2(); <-r2done }()
 	select {
 	case <-tgt.first:
 		res.RestartToFirstSendMs = ms(time.Since(t0))
+		return nil
 	case <-time.After(30 * time.Second):
-		cancel2()
-		<-r2done
-		return nil, errors.New("bench: no send within 30 s of restart")
+		return errors.New("bench: no send within 30 s of restart")
 	case <-ctx.Done():
-		cancel2()
-		<-r2done
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
-	cancel2()
-	<-r2done
-	res.PeakRSSMiB = procStatusMiB("VmHWM:")
-	res.RSSAnonMiB = procStatusMiB("RssAnon:")
-	return res, nil
 }
 
 // preloadFile fills the store at path with n end-state jobs (--preload
@@ -537,8 +661,13 @@ func enqueueMany(ctx context.Context, path, url string, n int) (float64, error) 
 		return 0, err
 	}
 	defer c.Close()
-	// Only the EnqueueMany calls are timed: building the items is the
-	// caller's work.
+	return enqueueManyInto(ctx, apiClient{c}, url, n)
+}
+
+// enqueueManyInto enqueues n jobs into c in batches of 5,000 and returns
+// jobs/s. Only the EnqueueMany calls are timed: building the items is the
+// caller's work.
+func enqueueManyInto(ctx context.Context, c client, url string, n int) (float64, error) {
 	const batch = 5000
 	items := make([]api.ManyItem, 0, batch)
 	var took time.Duration
@@ -547,15 +676,10 @@ func enqueueMany(ctx context.Context, path, url string, n int) (float64, error) 
 		items = append(items, api.ManyItem{Request: req, Options: o})
 		if len(items) == batch || i == n-1 {
 			start := time.Now()
-			res, err := c.EnqueueMany(ctx, items)
+			err := c.EnqueueMany(ctx, items)
 			took += time.Since(start)
 			if err != nil {
 				return 0, err
-			}
-			for _, r := range res {
-				if r.Err != nil {
-					return 0, r.Err
-				}
 			}
 			items = items[:0]
 		}

@@ -88,6 +88,8 @@ type DB struct {
 	listenCfg *pgx.ConnConfig
 
 	beforeCommit func(ctx context.Context, backendPID uint32)
+	// finishes groups concurrent FinishClaims into shared transactions.
+	finishes finishGroup
 }
 
 var (

@@ -9,10 +9,10 @@ import (
 // queries are the store's statements with the schema's name filled in.
 // Every table name is qualified: nothing depends on the search_path.
 type queries struct {
-	insert, update, finish                          string
+	insert, update, finish, updateMany, finishMany  string
 	jobByID, jobByIDLocked, jobByKey, jobExists     string
 	tombByKey, tombsByKeys, deleteJobs              string
-	due, nextDue                                    string
+	due, nextDue, nextDueN                          string
 	leaseExpires, register, heartbeat, deregister   string
 	leases, dropExpired, rescuable, advisoryXact    string
 	releaseTombs, sweep, insertTombs                string
@@ -38,6 +38,22 @@ func newQueries(schema string) queries {
 		finish: `UPDATE {schema}.jobs SET state = $2, next_run_ns = $3, updated_ns = $4, fence = $5, attempts = $6, owner = $7, job = $8, host = $9
 			WHERE id = $1 AND fence = $10 AND attempts = $11 AND owner = $12 AND state IN ('running', 'unknown') AND state = $13 AND sort_ns = $14`,
 
+		// update and finish over arrays, one element per job: one
+		// statement for a batch of jobs.
+		updateMany: `UPDATE {schema}.jobs AS j SET state = u.state, next_run_ns = u.next_run_ns, updated_ns = u.updated_ns,
+				fence = u.fence, attempts = u.attempts, owner = u.owner, job = u.job::json, host = u.host
+			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::text[])
+				AS u(id, state, next_run_ns, updated_ns, fence, attempts, owner, job, host)
+			WHERE j.id = u.id::uuid`,
+		finishMany: `UPDATE {schema}.jobs AS j SET state = u.state, next_run_ns = u.next_run_ns, updated_ns = u.updated_ns,
+				fence = u.fence, attempts = u.attempts, owner = u.owner, job = u.job::json, host = u.host
+			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::text[],
+					$10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::bigint[])
+				AS u(id, state, next_run_ns, updated_ns, fence, attempts, owner, job, host, c_fence, c_attempts, c_owner, c_state, c_sort)
+			WHERE j.id = u.id::uuid AND j.fence = u.c_fence AND j.attempts = u.c_attempts AND j.owner = u.c_owner
+				AND j.state IN ('running', 'unknown') AND j.state = u.c_state AND j.sort_ns = u.c_sort
+			RETURNING j.id::text`,
+
 		jobByID:       `SELECT job FROM {schema}.jobs WHERE id = $1`,
 		jobByIDLocked: `SELECT job FROM {schema}.jobs WHERE id = $1 FOR UPDATE`,
 		jobByKey:      `SELECT job FROM {schema}.jobs WHERE key = $1`,
@@ -46,14 +62,26 @@ func newQueries(schema string) queries {
 		tombsByKeys:   `SELECT key, job_id::text, updated_ns FROM {schema}.key_tombs WHERE key = ANY($1)`,
 		deleteJobs:    `DELETE FROM {schema}.jobs WHERE id = ANY($1)`,
 
-		due: `SELECT id::text, job FROM {schema}.jobs WHERE state = $1 AND sort_ns <= $2 AND NOT (id = ANY($3)) AND host <> ALL($5)
-			ORDER BY sort_ns, id LIMIT $4 FOR UPDATE SKIP LOCKED`,
+		// Claims order by the table's id (j.id), not by the id::text
+		// selected: that order is the index's, so the rows are read and
+		// locked in index order with no sort. Skipped hosts are passed
+		// over on the host column.
+		due: `SELECT j.id::text, j.job FROM {schema}.jobs j WHERE j.state = $1 AND j.sort_ns <= $2 AND NOT (j.id = ANY($3)) AND j.host <> ALL($5)
+			ORDER BY j.sort_ns, j.id LIMIT $4 FOR UPDATE SKIP LOCKED`,
 		// The earliest due job of each claimable state, each through the
 		// index; the caller takes the earlier of the two.
-		nextDue: `WITH p AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'pending' AND sort_ns <= $1 AND host <> ALL($2)
-				ORDER BY sort_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED),
-			u AS (SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = 'unknown' AND sort_ns <= $1 AND host <> ALL($2)
-				ORDER BY sort_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+		nextDue: `WITH p AS (SELECT j.id::text, j.state, j.sort_ns, j.job FROM {schema}.jobs j WHERE j.state = 'pending' AND j.sort_ns <= $1 AND j.host <> ALL($2)
+				ORDER BY j.sort_ns, j.id LIMIT 1 FOR UPDATE SKIP LOCKED),
+			u AS (SELECT j.id::text, j.state, j.sort_ns, j.job FROM {schema}.jobs j WHERE j.state = 'unknown' AND j.sort_ns <= $1 AND j.host <> ALL($2)
+				ORDER BY j.sort_ns, j.id LIMIT 1 FOR UPDATE SKIP LOCKED)
+			SELECT * FROM p UNION ALL SELECT * FROM u`,
+		// Up to $2 due jobs of each claimable state, for a group of
+		// finishes that each claim one; each finish's own skipped hosts
+		// are passed over in Go.
+		nextDueN: `WITH p AS (SELECT j.id::text, j.state, j.sort_ns, j.job FROM {schema}.jobs j WHERE j.state = 'pending' AND j.sort_ns <= $1
+				ORDER BY j.sort_ns, j.id LIMIT $2 FOR UPDATE SKIP LOCKED),
+			u AS (SELECT j.id::text, j.state, j.sort_ns, j.job FROM {schema}.jobs j WHERE j.state = 'unknown' AND j.sort_ns <= $1
+				ORDER BY j.sort_ns, j.id LIMIT $2 FOR UPDATE SKIP LOCKED)
 			SELECT * FROM p UNION ALL SELECT * FROM u`,
 
 		leaseExpires: `SELECT expires_ns FROM {schema}.runners WHERE id = $1`,
@@ -116,10 +144,10 @@ func newQueries(schema string) queries {
 // all lists every statement, for newQueries to fill in the schema.
 func (q *queries) all() []*string {
 	return []*string{
-		&q.insert, &q.update, &q.finish,
+		&q.insert, &q.update, &q.finish, &q.updateMany, &q.finishMany,
 		&q.jobByID, &q.jobByIDLocked, &q.jobByKey, &q.jobExists,
 		&q.tombByKey, &q.tombsByKeys, &q.deleteJobs,
-		&q.due, &q.nextDue,
+		&q.due, &q.nextDue, &q.nextDueN,
 		&q.leaseExpires, &q.register, &q.heartbeat, &q.deregister,
 		&q.leases, &q.dropExpired, &q.rescuable, &q.advisoryXact,
 		&q.releaseTombs, &q.sweep, &q.insertTombs,
