@@ -90,6 +90,8 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 		}
 	}
 	v.Reason = boundText(v.Reason)
+	r.sent(s)
+	pushBack := r.observeSend(ctx, s.host, res, checkErr != nil)
 	errText := ""
 	if res.err != nil {
 		errText = r.errText(j, res.err)
@@ -113,6 +115,12 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 			// Stopped before anything left: this attempt does not count
 			// against the budget, so restarts (a rolling deploy) do not
 			// fail jobs that were never sent.
+			j.AttemptBase++
+		}
+		if pushBack && j.AttemptBase-j.RetryBase < j.MaxAttempts {
+			// The host asked every sender to wait: this send does not
+			// count against the budget, up to MaxAttempts free sends
+			// since the last manual retry (shared with 409s).
 			j.AttemptBase++
 		}
 		j.LastClass = string(v.Class)
@@ -438,7 +446,8 @@ func (r *Runner) resolveUnknown(ctx context.Context, s *slot, c store.Claim) {
 		return
 	}
 	var ans statusquery.Answer
-	if err := r.checkQuery(ctx, j); err != nil {
+	err := r.checkQuery(ctx, j)
+	if err != nil {
 		ans = statusquery.Answer{Outcome: statusquery.NoAnswer, Detail: "not sent: " + r.errText(j, err), Err: err}
 	} else {
 		q := statusquery.Query{JobID: j.ID, Key: j.Key, JobMethod: j.Request.Method, JobURL: j.Request.URL,
@@ -447,6 +456,8 @@ func (r *Runner) resolveUnknown(ctx context.Context, s *slot, c store.Claim) {
 		ans = r.checker.Check(qctx, q)
 		cancel()
 	}
+	r.sent(s)
+	r.observeQuery(ctx, s.host, ans, err != nil)
 	if !ans.Outcome.Valid() {
 		ans = statusquery.Answer{Outcome: statusquery.NoAnswer, Detail: fmt.Sprintf("checker returned invalid outcome %q", ans.Outcome)}
 	}
