@@ -370,6 +370,9 @@ func (r *Runner) afterUnknown(j *store.Job, now time.Time, floor time.Duration) 
 // past the status grace after the deadline (ARCHITECTURE.md §4).
 func (r *Runner) queryLater(j *store.Job, now time.Time, floor time.Duration, why string) string {
 	delay := max(r.cfg.QuietPeriod, floor)
+	if at := r.settleAt(j); at.Sub(now) > delay {
+		delay = at.Sub(now)
+	}
 	switch {
 	case floor > r.cfg.RetryAfterCap:
 		r.stop(j, now, fmt.Sprintf("outcome unknown and the target asked to wait %s (Retry-After), over the cap %s; last error: %s", floor, r.cfg.RetryAfterCap, j.LastError))
@@ -520,6 +523,12 @@ func (r *Runner) decideAfterQuery(j *store.Job, ans statusquery.Answer, now time
 		// 409 a replay is still safe (the 409 shows the target deduplicates
 		// the key), but the 409 itself said something with this key was in
 		// progress, so running out of limits then is not "did not happen".
+		if at := r.settleAt(j); now.Before(at) {
+			// Asked inside the settle window: the create may not show
+			// yet. Asked again once the window is over.
+			schedule(j, now, store.StateUnknown, store.EventStatusQuery, at.Sub(now), "settle window")
+			return fmt.Sprintf("not found inside the settle window; query again in %s", at.Sub(now).Round(time.Millisecond))
+		}
 		after409 := j.LastClass == string(ClassInProgress)
 		j.MayHaveEffect = after409
 		j.UnknownSince = time.Time{}

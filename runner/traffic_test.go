@@ -2,10 +2,12 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -242,6 +244,100 @@ func TestTrafficHangingHost(t *testing.T) {
 	t.Logf("300 healthy jobs: %s alone, %s beside a host that never answers", tAlone.Round(10*time.Millisecond), tMixed.Round(10*time.Millisecond))
 	if tMixed > tAlone+3*time.Second {
 		t.Errorf("the healthy jobs took %s beside the host that never answers, %s alone; want within 3s of it", tMixed, tAlone)
+	}
+}
+
+// laggingTarget creates an operation 5 s after its request arrived (the
+// answer comes then too); its status endpoint finds only committed ones.
+type laggingTarget struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	created map[string]int
+}
+
+func newLaggingTarget(t *testing.T, lag time.Duration) *laggingTarget {
+	t.Helper()
+	lt := &laggingTarget{created: map[string]int{}}
+	stop := make(chan struct{})
+	lt.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.Method == http.MethodGet {
+			key := strings.TrimPrefix(r.URL.Path, "/status/")
+			lt.mu.Lock()
+			n := lt.created[key]
+			lt.mu.Unlock()
+			if n == 0 {
+				w.WriteHeader(http.StatusNotFound)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"status":"succeeded"}`)
+			return
+		}
+		key := r.Header.Get("Idempotency-Key")
+		select {
+		case <-time.After(lag):
+		case <-stop:
+			return
+		}
+		lt.mu.Lock()
+		lt.created[key]++
+		lt.mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(lt.srv.Close)
+	t.Cleanup(func() { close(stop) })
+	return lt
+}
+
+func (lt *laggingTarget) duplicates() (created, dups int) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	for _, n := range lt.created {
+		created++
+		if n > 1 {
+			dups++
+		}
+	}
+	return created, dups
+}
+
+// TestTrafficLaggingStatus is the issue's third scenario: a status
+// endpoint that cannot see a create until 5 s after it arrived, with a 2 s
+// attempt timeout: without a settle window, "not found" comes too early
+// and jobs are created twice; with a window of 6 s, none is.
+func TestTrafficLaggingStatus(t *testing.T) {
+	for _, settle := range []time.Duration{0, 6 * time.Second} {
+		t.Run(fmt.Sprintf("settle %s", settle), func(t *testing.T) {
+			t.Parallel()
+			lt := newLaggingTarget(t, 5*time.Second)
+			db := openStore(t)
+			if settle > 0 {
+				setPolicy(t, db, store.HostOf(lt.srv.URL), func(p *store.HostPolicy) { p.Settle = settle })
+			}
+			for range 60 {
+				enqueue(t, db, defaultJob(lt.srv.URL, func(j *store.Job) {
+					j.AttemptTimeout = 2 * time.Second
+					j.StatusURL = lt.srv.URL + "/status/{key}"
+				}))
+			}
+			cfg := scenarioConfig(t)
+			// Every create times out here by design: isolation would slow
+			// the test down, and settling is what it is about.
+			cfg.HostShare, cfg.BreakerFailures = 1, 1000
+			runIdleWithin(t, db, cfg, 25*time.Second)
+			created, dups := lt.duplicates()
+			t.Logf("settle %s: %d of 60 jobs created, %d of them twice or more", settle, created, dups)
+			switch {
+			case settle > 0 && dups != 0:
+				t.Errorf("%d jobs created twice with a settle window of %s, want none", dups, settle)
+			case settle == 0 && dups == 0:
+				t.Errorf("no job created twice without a settle window: the target does not lag as this test needs")
+			}
+			if st := countStates(t, db); st[store.StateSucceeded] != 60 {
+				t.Errorf("%d of 60 jobs succeeded", st[store.StateSucceeded])
+			}
+		})
 	}
 }
 
