@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -285,8 +286,10 @@ func (t *traffic) release(host string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if h := t.state[host]; h != nil && h.inflight > 0 {
+		if h.inflight >= t.concurrency(h, t.policy(host)) {
+			t.dirty = true // it was at its concurrency: skipped until now
+		}
 		h.inflight--
-		t.dirty = true
 	}
 }
 
@@ -319,6 +322,9 @@ func (t *traffic) observe(host string, o sendOutcome, status int, ra time.Durati
 	switch o {
 	case outcomeAnswered:
 		h.count(now)
+		if h.limit >= float64(t.cfg.workers) && h.breaker.state == breakerClosed && h.breaker.fails == 0 && h.throttle.rate == 0 {
+			return // a healthy host: nothing changes
+		}
 		h.limit = min(h.limit+1, float64(t.cfg.workers))
 		if h.breaker.succeeded() {
 			t.logBreaker(host, h)
@@ -381,6 +387,7 @@ type admissions struct {
 	t     *traffic
 	mu    sync.Mutex
 	hosts map[string]int
+	order []string // the hosts admitted, in order
 }
 
 func (t *traffic) round() *admissions { return &admissions{t: t} }
@@ -395,6 +402,7 @@ func (a *admissions) admit(host string) bool {
 		a.hosts = map[string]int{}
 	}
 	a.hosts[host]++
+	a.order = append(a.order, host)
 	a.mu.Unlock()
 	return true
 }
@@ -405,6 +413,11 @@ func (a *admissions) settle(claims ...*store.Claim) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := make([]string, len(claims))
+	if a.aligned(claims) {
+		copy(out, a.order)
+		a.hosts, a.order = nil, nil
+		return out
+	}
 	for i, c := range claims {
 		if c == nil {
 			continue
@@ -424,8 +437,32 @@ func (a *admissions) settle(claims ...*store.Claim) []string {
 			a.t.release(h)
 		}
 	}
-	a.hosts = nil
+	a.hosts, a.order = nil, nil
 	return out
+}
+
+// aligned reports whether the promises, in the order made, are those of
+// claims, in their order: the usual case (each claimed job was asked
+// about just before it was claimed), told without parsing a URL. The
+// check is that each claim's URL names its host as written, so a URL
+// that spells its host otherwise takes the parsing path.
+func (a *admissions) aligned(claims []*store.Claim) bool {
+	if len(a.order) != len(claims) {
+		return false
+	}
+	for i, c := range claims {
+		if c == nil {
+			return false
+		}
+		u := c.Job.Request.URL
+		if c.Job.State == store.StateUnknown && c.Job.StatusURL != "" {
+			u = c.Job.StatusURL
+		}
+		if !urlHostIs(u, a.order[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // take counts a send to host admit was not asked about.
@@ -497,4 +534,14 @@ func (r *Runner) observeQuery(ctx context.Context, host string, ans statusquery.
 		o = outcomeFailed
 	}
 	r.traffic.observe(host, o, ans.HTTPStatus, 0)
+}
+
+// urlHostIs reports whether raw's authority is host exactly as written.
+func urlHostIs(raw, host string) bool {
+	i := strings.Index(raw, "://")
+	if i < 0 || host == "" {
+		return false
+	}
+	rest, ok := strings.CutPrefix(raw[i+3:], host)
+	return ok && (rest == "" || rest[0] == '/' || rest[0] == '?' || rest[0] == '#')
 }

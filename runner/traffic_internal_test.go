@@ -139,3 +139,23 @@ func TestTrafficIsolation(t *testing.T) {
 		t.Errorf("after a good probe the breaker is %s", s)
 	}
 }
+
+// A URL names its host as written only when its authority is exactly it.
+func TestURLHostIs(t *testing.T) {
+	for _, c := range []struct {
+		url, host string
+		want      bool
+	}{
+		{"http://a.example/x", "a.example", true},
+		{"http://a.example:8080?q", "a.example:8080", true},
+		{"http://a.example", "a.example", true},
+		{"http://a.example.evil/x", "a.example", false},
+		{"http://evil/?u=http://a.example/", "a.example", false},
+		{"http://u@a.example/", "a.example", false},
+		{"http://A.example/", "a.example", false},
+	} {
+		if got := urlHostIs(c.url, c.host); got != c.want {
+			t.Errorf("urlHostIs(%q, %q) = %v, want %v", c.url, c.host, got, c.want)
+		}
+	}
+}
