@@ -2,8 +2,8 @@
 // jobs by state, attempts by class, status queries by outcome, commit and
 // attempt latency, queue lag. It is its own package so that an
 // application importing api links no Prometheus client; a runner that
-// serves metrics (idemrun run) wires it in: New over the store, and
-// ObserveEvent as runner.Config.OnEvent.
+// serves metrics (idemrun run) wires it in: New over the store,
+// ObserveEvent as runner.Config.OnEvent, and WatchHosts over the runner.
 package metrics
 
 import (
@@ -17,7 +17,8 @@ import (
 )
 
 // Metrics are the Prometheus metrics of a runner and its database. Labels
-// are states, classes and outcomes only: never URLs, keys or header values.
+// are states, classes, outcomes and target hosts (the busiest TopHosts,
+// the rest as one): never URLs, keys or header values.
 type Metrics struct {
 	reg       *prometheus.Registry
 	attempts  *prometheus.CounterVec

@@ -90,6 +90,8 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 		}
 	}
 	v.Reason = boundText(v.Reason)
+	r.sent(s)
+	pushBack := r.observeSend(ctx, s.host, res, checkErr != nil)
 	errText := ""
 	if res.err != nil {
 		errText = r.errText(j, res.err)
@@ -113,6 +115,12 @@ func (r *Runner) attempt(ctx context.Context, s *slot, c store.Claim) {
 			// Stopped before anything left: this attempt does not count
 			// against the budget, so restarts (a rolling deploy) do not
 			// fail jobs that were never sent.
+			j.AttemptBase++
+		}
+		if pushBack && j.AttemptBase-j.RetryBase < j.MaxAttempts {
+			// The host asked every sender to wait: this send does not
+			// count against the budget, up to MaxAttempts free sends
+			// since the last manual retry (shared with 409s).
 			j.AttemptBase++
 		}
 		j.LastClass = string(v.Class)
@@ -377,6 +385,9 @@ func (r *Runner) afterUnknown(j *store.Job, now time.Time, floor time.Duration) 
 // past the status grace after the deadline (ARCHITECTURE.md §4).
 func (r *Runner) queryLater(j *store.Job, now time.Time, floor time.Duration, why string) string {
 	delay := max(r.cfg.QuietPeriod, floor)
+	if at := r.settleAt(j); at.Sub(now) > delay {
+		delay = at.Sub(now)
+	}
 	switch {
 	case floor > r.cfg.RetryAfterCap:
 		r.stop(j, now, fmt.Sprintf("outcome unknown and the target asked to wait %s (Retry-After), over the cap %s; last error: %s", floor, r.cfg.RetryAfterCap, j.LastError))
@@ -453,7 +464,8 @@ func (r *Runner) resolveUnknown(ctx context.Context, s *slot, c store.Claim) {
 		return
 	}
 	var ans statusquery.Answer
-	if err := r.checkQuery(ctx, j); err != nil {
+	err := r.checkQuery(ctx, j)
+	if err != nil {
 		ans = statusquery.Answer{Outcome: statusquery.NoAnswer, Detail: "not sent: " + r.errText(j, err), Err: err}
 	} else {
 		q := statusquery.Query{JobID: j.ID, Key: j.Key, JobMethod: j.Request.Method, JobURL: j.Request.URL,
@@ -462,6 +474,8 @@ func (r *Runner) resolveUnknown(ctx context.Context, s *slot, c store.Claim) {
 		ans = r.checker.Check(qctx, q)
 		cancel()
 	}
+	r.sent(s)
+	r.observeQuery(ctx, s.host, ans, err != nil)
 	if !ans.Outcome.Valid() {
 		ans = statusquery.Answer{Outcome: statusquery.NoAnswer, Detail: fmt.Sprintf("checker returned invalid outcome %q", ans.Outcome)}
 	}
@@ -533,6 +547,12 @@ func (r *Runner) decideAfterQuery(j *store.Job, ans statusquery.Answer, now time
 		// 409 a replay is still safe (the 409 shows the target deduplicates
 		// the key), but the 409 itself said something with this key was in
 		// progress, so running out of limits then is not "did not happen".
+		if at := r.settleAt(j); now.Before(at) {
+			// Asked inside the settle window: the create may not show
+			// yet. Asked again once the window is over.
+			schedule(j, now, store.StateUnknown, store.EventStatusQuery, at.Sub(now), "settle window")
+			return fmt.Sprintf("not found inside the settle window; query again in %s", at.Sub(now).Round(time.Millisecond))
+		}
 		after409 := j.LastClass == string(ClassInProgress)
 		j.MayHaveEffect = after409
 		j.UnknownSince = time.Time{}

@@ -174,6 +174,44 @@ type Config struct {
 	// crypto/tls presents the certificate to any server that asks for one.
 	// Nil means the system's roots and no client certificate.
 	TLSConfig *tls.Config
+
+	// PolicyReload is how often the host policies (store.Hosts) and the
+	// count of live runners are read again. Defaults to
+	// DefaultPolicyReload.
+	PolicyReload time.Duration
+	// HostShare is the share of the workers a host whose sends time out
+	// or fail to connect may hold at once; answered sends earn the rest
+	// back one answer at a time. (A host new to the runner starts at half
+	// of the workers.)
+	// Defaults to DefaultHostShare.
+	HostShare float64
+	// BreakerFailures is how many failed sends in a row to one host open
+	// its breaker. Defaults to DefaultBreakerFailures.
+	BreakerFailures int
+	// BreakerCooldown is how long an open breaker sends nothing before
+	// one probe; it doubles with each failed probe up to
+	// BreakerMaxCooldown. Default DefaultBreakerCooldown and
+	// DefaultBreakerMaxCooldown.
+	BreakerCooldown, BreakerMaxCooldown time.Duration
+	// ThrottleFloor is the lowest send rate (per second) back-pressure
+	// lowers a host to. Defaults to DefaultThrottleFloor.
+	ThrottleFloor float64
+	// ThrottleLift is how long a throttled host must go without 429 or
+	// 503 with Retry-After before its throttle ends. Defaults to
+	// DefaultThrottleLift.
+	ThrottleLift time.Duration
+}
+
+// trafficConfig is the part of c traffic control uses.
+func (c *Config) trafficConfig() trafficConfig {
+	return trafficConfig{
+		workers:  c.Workers,
+		reload:   c.PolicyReload,
+		share:    c.HostShare,
+		breaker:  breakerConfig{failures: c.BreakerFailures, cooldown: c.BreakerCooldown, cap: c.BreakerMaxCooldown},
+		throttle: throttleConfig{floor: c.ThrottleFloor, lift: c.ThrottleLift},
+		idle:     10 * c.PolicyReload,
+	}
 }
 
 // ErrNotAllowed marks a CheckSend refusal that will not change on a retry
@@ -272,6 +310,28 @@ func (c *Config) setDefaults() {
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
 	}
+	if c.PolicyReload <= 0 {
+		c.PolicyReload = DefaultPolicyReload
+	}
+	if c.HostShare <= 0 || c.HostShare > 1 {
+		c.HostShare = DefaultHostShare
+	}
+	if c.BreakerFailures <= 0 {
+		c.BreakerFailures = DefaultBreakerFailures
+	}
+	if c.BreakerCooldown <= 0 {
+		c.BreakerCooldown = DefaultBreakerCooldown
+	}
+	if c.BreakerMaxCooldown <= 0 {
+		c.BreakerMaxCooldown = DefaultBreakerMaxCooldown
+	}
+	c.BreakerMaxCooldown = max(c.BreakerMaxCooldown, c.BreakerCooldown)
+	if c.ThrottleFloor <= 0 {
+		c.ThrottleFloor = DefaultThrottleFloor
+	}
+	if c.ThrottleLift <= 0 {
+		c.ThrottleLift = DefaultThrottleLift
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -324,6 +384,8 @@ type Runner struct {
 	ends      endCounts
 	started   atomic.Int64
 	waitNoted atomic.Int64
+	// traffic says which hosts a claim passes over and admits each job.
+	traffic *traffic
 }
 
 // noteFailed records err when it stops the runner (store.ErrFailed: no
@@ -351,6 +413,7 @@ func New(s Store, cfg Config) *Runner {
 		held:  map[string]struct{}{},
 	}
 	r.waitNoted.Store(-1)
+	r.traffic = newTraffic(cfg.trafficConfig(), s, cfg.Now, cfg.Logger)
 	if cfg.Checker != nil {
 		r.checker, r.custom = cfg.Checker, true
 	} else if cfg.HTTPChecker != nil {
@@ -641,25 +704,31 @@ func (r *Runner) claimAndStart(ctx, workCtx context.Context, wg *sync.WaitGroup,
 	started := 0
 	r.claimGate.RLock()
 	defer r.claimGate.RUnlock()
-	pend, err := r.store.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now, Limit: free, Owner: plan.Owner, Prepare: plan.Pending})
+	adm := r.traffic.round()
+	pend, err := r.store.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now, Limit: free, Owner: plan.Owner, Prepare: plan.Pending,
+		SkipHosts: r.traffic.skipHosts(now), Admit: adm.admit})
+	hosts := adm.settle(claimPtrs(pend)...)
 	if err != nil {
 		r.noteClaimErr(err)
 		return 0, err
 	}
-	for _, c := range pend {
-		r.start(workCtx, wg, c, r.attempt)
+	for i, c := range pend {
+		r.start(workCtx, wg, c, hosts[i], r.attempt)
 		started++
 	}
 	if free -= len(pend); free <= 0 {
 		return started, nil
 	}
-	unk, err := r.store.ClaimDue(ctx, store.ClaimRequest{State: store.StateUnknown, Now: now, Limit: free, Owner: plan.Owner, Prepare: plan.Unknown})
+	adm = r.traffic.round()
+	unk, err := r.store.ClaimDue(ctx, store.ClaimRequest{State: store.StateUnknown, Now: now, Limit: free, Owner: plan.Owner, Prepare: plan.Unknown,
+		SkipHosts: r.traffic.skipHosts(now), Admit: adm.admit})
+	hosts = adm.settle(claimPtrs(unk)...)
 	if err != nil {
 		r.noteClaimErr(err)
 		return started, err
 	}
-	for _, c := range unk {
-		r.start(workCtx, wg, c, r.resolveUnknown)
+	for i, c := range unk {
+		r.start(workCtx, wg, c, hosts[i], r.resolveUnknown)
 		started++
 	}
 	return started, nil
@@ -674,11 +743,21 @@ func (r *Runner) queryTimeout() time.Duration {
 	return r.cfg.QueryTimeout
 }
 
+// claimPtrs points at each claim of cs.
+func claimPtrs(cs []store.Claim) []*store.Claim {
+	out := make([]*store.Claim, len(cs))
+	for i := range cs {
+		out[i] = &cs[i]
+	}
+	return out
+}
+
 // task is one claimed job for the worker pool.
 type task struct {
 	ctx  context.Context
 	wg   *sync.WaitGroup
 	c    store.Claim
+	host string // its claim host, whose slot the task holds
 	work workFunc
 }
 
@@ -691,18 +770,31 @@ type slot struct {
 	// next is the job the last outcome write claimed in the same commit;
 	// the worker works it without giving its slot back.
 	next *store.Claim
+	// host is the claim host of the job worked, nextHost next's.
+	host, nextHost string
+	// freed is set once the job's send ended and its host slot is back.
+	freed bool
+}
+
+// sent gives back the host slot of the job s works, once: its send is
+// over, so the outcome write may claim the next job of that host.
+func (r *Runner) sent(s *slot) {
+	if !s.freed {
+		s.freed = true
+		r.traffic.release(s.host)
+	}
 }
 
 // start hands a claimed job to the worker pool. It never blocks: the pool's
 // queue holds Workers tasks and no more than Workers jobs are claimed.
-func (r *Runner) start(ctx context.Context, wg *sync.WaitGroup, c store.Claim, work workFunc) {
+func (r *Runner) start(ctx context.Context, wg *sync.WaitGroup, c store.Claim, host string, work workFunc) {
 	r.mu.Lock()
 	r.inflight++
 	r.held[c.Job.ID] = struct{}{}
 	r.mu.Unlock()
 	r.started.Add(1)
 	wg.Add(1)
-	r.tasks <- task{ctx: ctx, wg: wg, c: c, work: work}
+	r.tasks <- task{ctx: ctx, wg: wg, c: c, host: host, work: work}
 }
 
 func (r *Runner) runTask(t task) {
@@ -716,15 +808,16 @@ func (r *Runner) runTask(t task) {
 		default:
 		}
 	}()
-	s := &slot{}
+	s := &slot{host: t.host}
 	c, work := t.c, t.work
 	for {
 		work(t.ctx, s, c)
 		r.release(c.Job.ID)
+		r.sent(s)
 		if s.next == nil {
 			return
 		}
-		c, s.next = *s.next, nil
+		c, s.next, s.host, s.freed = *s.next, nil, s.nextHost, false
 		r.started.Add(1)
 		work = r.attempt
 		if c.Job.State == store.StateUnknown {
@@ -800,15 +893,19 @@ func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 	wait := 50 * time.Millisecond
 	unconfirmed := false // an earlier try's commit was not confirmed
 	var plan *store.NextClaim
+	var adm *admissions
 	if r.mayChain() {
 		r.claimGate.RLock()
 		plan = r.claimPlan()
+		adm = r.traffic.round()
+		plan.SkipHosts, plan.Admit = r.traffic.skipHosts(plan.Now), adm.admit
 	}
 	for {
 		j, next, err := r.store.FinishClaim(context.Background(), c, fn, plan)
 		// The first try also claims the worker's next job in the same
 		// commit; retries after a failure only write the outcome.
 		if plan != nil {
+			s.nextHost = adm.settle(next)[0]
 			if next != nil {
 				r.hold(next.Job.ID)
 			}

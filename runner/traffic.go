@@ -1,0 +1,547 @@
+package runner
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/idemrun/idemrun/statusquery"
+	"github.com/idemrun/idemrun/store"
+)
+
+// traffic decides what the runner may send to each target host now: the
+// host policies of the store (pause, rate, concurrency, settle), the
+// back-pressure of hosts that answered 429 or 503 with Retry-After, and
+// the health of hosts whose sends fail (fewer at once, then a breaker).
+// A claim asks it which hosts to pass over (skip) and admits each job
+// (admit), which takes a token and a slot; release gives the slot back.
+type traffic struct {
+	cfg     trafficConfig
+	hosts   store.Hosts // nil: the store keeps no policies
+	leases  func() ([]store.Lease, error)
+	now     func() time.Time
+	log     *slog.Logger
+	loading sync.Mutex // one reload at a time
+
+	mu       sync.Mutex
+	policies map[string]store.HostPolicy
+	loadedAt time.Time
+	runners  int // live runners sharing each policy's rate
+	state    map[string]*hostState
+	// skip is the hosts passed over as of skipAt; dirty forces a rebuild,
+	// expires is when it must be rebuilt anyway.
+	skip    []string
+	dirty   bool
+	expires time.Time
+}
+
+// trafficConfig is traffic's part of Config.
+type trafficConfig struct {
+	workers  int
+	reload   time.Duration
+	share    float64
+	breaker  breakerConfig
+	throttle throttleConfig
+	idle     time.Duration // a host's state is forgotten after it
+}
+
+// hostState is what the runner knows of one host.
+type hostState struct {
+	inflight int
+	// limit is how many sends may be in flight: it starts at a share of
+	// the workers, grows by one with each answered send, and falls back
+	// to the share with a failed one.
+	limit    float64
+	breaker  breaker
+	throttle throttle
+	lim      *rate.Limiter // nil: no rate applies
+	limRate  float64
+	limBurst int
+	// answers counts good answers in the current and previous second.
+	sec          int64
+	cur, prev    int
+	used         time.Time
+	sends, waits uint64
+	n429, n5xx   uint64
+	failures     uint64
+}
+
+func newTraffic(cfg trafficConfig, s any, now func() time.Time, log *slog.Logger) *traffic {
+	t := &traffic{cfg: cfg, now: now, log: log, state: map[string]*hostState{}, runners: 1, dirty: true}
+	if h, ok := s.(store.Hosts); ok {
+		t.hosts = h
+	}
+	if w, ok := s.(interface {
+		Leases() ([]store.Lease, error)
+	}); ok {
+		t.leases = w.Leases
+	}
+	return t
+}
+
+// refresh reloads the policies and the count of live runners when the
+// cached ones are older than the reload interval.
+func (t *traffic) refresh(now time.Time) {
+	t.mu.Lock()
+	fresh := now.Sub(t.loadedAt) < t.cfg.reload
+	t.mu.Unlock()
+	if fresh || t.hosts == nil || !t.loading.TryLock() {
+		return
+	}
+	defer t.loading.Unlock()
+	ps, err := t.hosts.HostPolicies()
+	runners := 0
+	if t.leases != nil {
+		if ls, lerr := t.leases(); lerr == nil {
+			for _, l := range ls {
+				if l.Alive(now) {
+					runners++
+				}
+			}
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.loadedAt = now
+	if err != nil {
+		t.log.Warn("host policies not reloaded; the last ones stay in force", "err", err)
+		return
+	}
+	m := make(map[string]store.HostPolicy, len(ps))
+	for _, p := range ps {
+		m[p.Host] = p
+	}
+	t.policies = m
+	t.runners = max(1, runners)
+	t.dirty = true
+}
+
+// policy is host's policy, or the default's; t.mu is held.
+func (t *traffic) policy(host string) store.HostPolicy {
+	if p, ok := t.policies[host]; ok {
+		return p
+	}
+	return t.policies[store.DefaultHost]
+}
+
+// host returns host's state, made on first use; t.mu is held.
+func (t *traffic) host(host string, now time.Time) *hostState {
+	h := t.state[host]
+	if h == nil {
+		h = &hostState{limit: max(1, math.Floor(float64(t.cfg.workers)*newHostShare))}
+		t.state[host] = h
+	}
+	h.used = now
+	return h
+}
+
+// newHostShare is the share of the workers a host may hold until it
+// answers: a host new to the runner that never answers cannot take them
+// all before its first timeout shows it.
+const newHostShare = 0.5
+
+// startLimit is the sends in flight a failing host may have at most: a
+// share of the workers.
+func (t *traffic) startLimit() float64 {
+	return max(1, math.Floor(float64(t.cfg.workers)*t.cfg.share))
+}
+
+// concurrency is the most sends to a host in flight now: its health's
+// limit and its policy's share; t.mu is held.
+func (t *traffic) concurrency(h *hostState, p store.HostPolicy) int {
+	n := int(h.limit)
+	if h.breaker.state == breakerHalfOpen {
+		n = 1
+	}
+	if p.Concurrency > 0 {
+		n = min(n, max(1, (p.Concurrency+t.runners-1)/t.runners))
+	}
+	return max(1, n)
+}
+
+// applyRate makes h's limiter the smaller of its policy's share of the
+// rate and its throttle; t.mu is held.
+func (t *traffic) applyRate(h *hostState, p store.HostPolicy, now time.Time) {
+	r, burst := 0.0, 0
+	if p.Rate > 0 {
+		r = p.Rate / float64(t.runners)
+		burst = p.Burst
+		if burst <= 0 {
+			burst = int(math.Ceil(p.Rate))
+		}
+		burst = max(1, (burst+t.runners-1)/t.runners)
+	}
+	if tr := h.throttle.rate; tr > 0 && (r == 0 || tr < r) {
+		r, burst = tr, max(1, int(tr/10))
+	}
+	switch {
+	case r == 0:
+		h.lim = nil
+	case h.lim == nil:
+		h.lim = rate.NewLimiter(rate.Limit(r), burst)
+		h.lim.AllowN(now, burst) // start empty: the host was just pushed back, or is new to its limit
+	case r != h.limRate || burst != h.limBurst:
+		h.lim.SetLimitAt(now, rate.Limit(r))
+		h.lim.SetBurstAt(now, burst)
+	}
+	h.limRate, h.limBurst = r, burst
+}
+
+// blocked says whether host h may not take a send at now, and until when
+// at the latest that answer holds; t.mu is held.
+func (t *traffic) blocked(host string, h *hostState, now time.Time) (bool, time.Time) {
+	p := t.policy(host)
+	if p.Paused {
+		return true, time.Time{}
+	}
+	if h == nil {
+		return false, time.Time{}
+	}
+	if h.breaker.tick(now) {
+		t.logBreaker(host, h)
+	}
+	switch {
+	case h.breaker.state == breakerOpen:
+		return true, h.breaker.until
+	case h.throttle.held(now):
+		return true, h.throttle.hold
+	case h.inflight >= t.concurrency(h, p):
+		return true, time.Time{}
+	}
+	t.applyRate(h, p, now)
+	if h.lim != nil {
+		if tok := h.lim.TokensAt(now); tok < 1 {
+			wait := time.Duration((1 - tok) / float64(h.lim.Limit()) * float64(time.Second))
+			return true, now.Add(max(wait, time.Millisecond))
+		}
+	}
+	return false, time.Time{}
+}
+
+// skipHosts returns the hosts a claim passes over at now, nil when none.
+func (t *traffic) skipHosts(now time.Time) []string {
+	t.refresh(now)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.dirty && (t.expires.IsZero() || now.Before(t.expires)) {
+		return t.skip
+	}
+	var skip []string
+	var next time.Time
+	for host, p := range t.policies {
+		if p.Paused && host != store.DefaultHost {
+			skip = append(skip, host)
+		}
+	}
+	for host, h := range t.state {
+		if p, ok := t.policies[host]; ok && p.Paused {
+			continue
+		}
+		if h.inflight == 0 && now.Sub(h.used) > t.cfg.idle && h.breaker.state == breakerClosed && h.throttle.rate == 0 {
+			delete(t.state, host) // forgotten: a new start
+			continue
+		}
+		if b, until := t.blocked(host, h, now); b {
+			skip = append(skip, host)
+			if !until.IsZero() && (next.IsZero() || until.Before(next)) {
+				next = until
+			}
+		}
+	}
+	t.skip, t.dirty, t.expires = skip, false, next
+	if reload := t.loadedAt.Add(t.cfg.reload); t.hosts != nil && (t.expires.IsZero() || reload.Before(t.expires)) {
+		t.expires = reload
+	}
+	return skip
+}
+
+// admit takes a slot and a token for one send to host, or refuses.
+func (t *traffic) admit(host string) bool {
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.host(host, now)
+	if b, _ := t.blocked(host, h, now); b || (h.lim != nil && !h.lim.AllowN(now, 1)) {
+		if h.lim != nil && h.lim.TokensAt(now) < 1 {
+			h.waits++
+		}
+		t.dirty = true
+		return false
+	}
+	h.inflight++
+	h.sends++
+	if h.inflight >= t.concurrency(h, t.policy(host)) || h.lim != nil {
+		t.dirty = true
+	}
+	return true
+}
+
+// release gives back a slot admit took.
+func (t *traffic) release(host string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h := t.state[host]; h != nil && h.inflight > 0 {
+		if h.inflight >= t.concurrency(h, t.policy(host)) {
+			t.dirty = true // it was at its concurrency: skipped until now
+		}
+		h.inflight--
+	}
+}
+
+// sendOutcome is what one send to a host showed of it.
+type sendOutcome int
+
+const (
+	outcomeAnswered  sendOutcome = iota // an answer, and not a push-back
+	outcomeFailed                       // a timeout, or a refused or broken connection
+	outcomePushBack                     // 429 or 503 with Retry-After
+	outcomeNotJudged                    // nothing sent, or the runner stopping
+)
+
+// observe records what a send to host showed: ra is the Retry-After of
+// a push-back, status the HTTP status of an answer.
+func (t *traffic) observe(host string, o sendOutcome, status int, ra time.Duration) {
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.state[host]
+	if h == nil {
+		return
+	}
+	switch {
+	case status == 429:
+		h.n429++
+	case status >= 500:
+		h.n5xx++
+	}
+	switch o {
+	case outcomeAnswered:
+		h.count(now)
+		if h.limit >= float64(t.cfg.workers) && h.breaker.state == breakerClosed && h.breaker.fails == 0 && h.throttle.rate == 0 {
+			return // a healthy host: nothing changes
+		}
+		h.limit = min(h.limit+1, float64(t.cfg.workers))
+		if h.breaker.succeeded() {
+			t.logBreaker(host, h)
+		}
+		if h.throttle.answered(now, t.cfg.throttle) {
+			t.log.Info("host no longer throttled", "host", host)
+		}
+	case outcomeFailed:
+		h.failures++
+		h.limit = min(h.limit, t.startLimit())
+		if h.breaker.failed(now, t.cfg.breaker) {
+			t.logBreaker(host, h)
+		}
+	case outcomePushBack:
+		if h.breaker.succeeded() {
+			t.logBreaker(host, h)
+		}
+		before := h.throttle.rate
+		h.throttle.pushedBack(now, ra, h.answeredRate(now), t.cfg.throttle)
+		if h.throttle.rate != before {
+			t.log.Info("host throttled", "host", host, "rate", math.Round(h.throttle.rate*10)/10, "hold", ra)
+		}
+	}
+	t.dirty = true
+}
+
+// count adds a good answer to the current second's.
+func (h *hostState) count(now time.Time) {
+	sec := now.Unix()
+	switch {
+	case sec == h.sec:
+	case sec == h.sec+1:
+		h.prev, h.cur, h.sec = h.cur, 0, sec
+	default:
+		h.prev, h.cur, h.sec = 0, 0, sec
+	}
+	h.cur++
+}
+
+// answeredRate is the good answers of about the last second.
+func (h *hostState) answeredRate(now time.Time) float64 {
+	sec := now.Unix()
+	frac := float64(now.Nanosecond()) / 1e9
+	switch sec {
+	case h.sec:
+		return float64(h.prev)*(1-frac) + float64(h.cur)
+	case h.sec + 1:
+		return float64(h.cur) * (1 - frac)
+	}
+	return 0
+}
+
+func (t *traffic) logBreaker(host string, h *hostState) {
+	t.log.Warn("host breaker "+h.breaker.state.String(), "host", host, "failures", h.breaker.fails, "cooldown", h.breaker.cooldown)
+}
+
+// admissions records what admit promised during one claim, so the
+// promises of jobs that were not claimed after all are given back.
+type admissions struct {
+	t     *traffic
+	mu    sync.Mutex
+	hosts map[string]int
+	order []string // the hosts admitted, in order
+}
+
+func (t *traffic) round() *admissions { return &admissions{t: t} }
+
+// admit is ClaimRequest.Admit.
+func (a *admissions) admit(host string) bool {
+	if !a.t.admit(host) {
+		return false
+	}
+	a.mu.Lock()
+	if a.hosts == nil {
+		a.hosts = map[string]int{}
+	}
+	a.hosts[host]++
+	a.order = append(a.order, host)
+	a.mu.Unlock()
+	return true
+}
+
+// settle matches the claims made against the promises and gives back the
+// rest; it returns each claim's host.
+func (a *admissions) settle(claims ...*store.Claim) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]string, len(claims))
+	if a.aligned(claims) {
+		copy(out, a.order)
+		a.hosts, a.order = nil, nil
+		return out
+	}
+	for i, c := range claims {
+		if c == nil {
+			continue
+		}
+		h := store.ClaimHost(c.Job)
+		out[i] = h
+		if a.hosts[h] > 0 {
+			a.hosts[h]--
+		} else {
+			// Claimed without a promise (not asked): it holds a slot all
+			// the same, so release stays balanced.
+			a.t.take(h)
+		}
+	}
+	for h, n := range a.hosts {
+		for range n {
+			a.t.release(h)
+		}
+	}
+	a.hosts, a.order = nil, nil
+	return out
+}
+
+// aligned reports whether the promises, in the order made, are those of
+// claims, in their order: the usual case (each claimed job was asked
+// about just before it was claimed), told without parsing a URL. The
+// check is that each claim's URL names its host as written, so a URL
+// that spells its host otherwise takes the parsing path.
+func (a *admissions) aligned(claims []*store.Claim) bool {
+	if len(a.order) != len(claims) {
+		return false
+	}
+	for i, c := range claims {
+		if c == nil {
+			return false
+		}
+		u := c.Job.Request.URL
+		if c.Job.State == store.StateUnknown && c.Job.StatusURL != "" {
+			u = c.Job.StatusURL
+		}
+		if !urlHostIs(u, a.order[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// take counts a send to host admit was not asked about.
+func (t *traffic) take(host string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.host(host, t.now())
+	h.inflight++
+	h.sends++
+	t.dirty = true
+}
+
+// HostFigures is what a runner knows of one host, for metrics and
+// listings.
+type HostFigures struct {
+	Host                  string
+	InFlight              int
+	Sends, TooMany, Fails uint64
+	ServerErrors          uint64
+	// TokenWaits counts the jobs left due for want of a token.
+	TokenWaits uint64
+	Breaker    string
+	Throttled  bool
+	Rate       float64 // the rate applied now, 0 for none
+}
+
+// HostFigures returns the runner's figures of every host it has sent to
+// lately.
+func (r *Runner) HostFigures() []HostFigures {
+	t := r.traffic
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]HostFigures, 0, len(t.state))
+	for host, h := range t.state {
+		out = append(out, HostFigures{Host: host, InFlight: h.inflight, Sends: h.sends, TooMany: h.n429, ServerErrors: h.n5xx, TokenWaits: h.waits,
+			Fails: h.failures, Breaker: h.breaker.state.String(), Throttled: h.throttle.rate > 0, Rate: h.limRate})
+	}
+	return out
+}
+
+// observeSend tells traffic what an attempt's send showed of its host and
+// reports whether the host pushed back (429 or 503 with Retry-After).
+func (r *Runner) observeSend(ctx context.Context, host string, res sendResult, notSent bool) bool {
+	var ra time.Duration
+	pushBack := false
+	if (res.status == 429 || res.status == 503) && res.header != nil {
+		ra, pushBack = ParseRetryAfter(res.header.Values("Retry-After"), res.end)
+	}
+	o := outcomeAnswered
+	switch {
+	case notSent || (res.status == 0 && ctx.Err() != nil):
+		o = outcomeNotJudged
+	case pushBack:
+		o = outcomePushBack
+	case res.status == 0:
+		o = outcomeFailed
+	}
+	r.traffic.observe(host, o, res.status, min(ra, r.cfg.RetryAfterCap))
+	return pushBack
+}
+
+// observeQuery tells traffic what a status query showed of its host.
+func (r *Runner) observeQuery(ctx context.Context, host string, ans statusquery.Answer, notSent bool) {
+	o := outcomeAnswered
+	switch {
+	case notSent || (ans.HTTPStatus == 0 && (ans.Err == nil || ctx.Err() != nil)):
+		o = outcomeNotJudged
+	case ans.HTTPStatus == 0:
+		o = outcomeFailed
+	}
+	r.traffic.observe(host, o, ans.HTTPStatus, 0)
+}
+
+// urlHostIs reports whether raw's authority is host exactly as written.
+func urlHostIs(raw, host string) bool {
+	i := strings.Index(raw, "://")
+	if i < 0 || host == "" {
+		return false
+	}
+	rest, ok := strings.CutPrefix(raw[i+3:], host)
+	return ok && (rest == "" || rest[0] == '/' || rest[0] == '?' || rest[0] == '#')
+}

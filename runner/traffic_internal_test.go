@@ -1,0 +1,161 @@
+package runner
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/idemrun/idemrun/store"
+)
+
+// policyStore is a store.Hosts of fixed policies.
+type policyStore []store.HostPolicy
+
+func (p policyStore) HostPolicies() ([]store.HostPolicy, error) { return p, nil }
+func (policyStore) UpdateHostPolicy(context.Context, string, func(*store.HostPolicy, bool) error) (store.HostPolicy, error) {
+	return store.HostPolicy{}, nil
+}
+func (policyStore) UnsetHostPolicy(context.Context, string) error { return nil }
+
+func testTraffic(now *time.Time, ps ...store.HostPolicy) *traffic {
+	cfg := Config{Workers: 8}
+	cfg.setDefaults()
+	return newTraffic(cfg.trafficConfig(), policyStore(ps), func() time.Time { return *now }, slog.New(slog.DiscardHandler))
+}
+
+// A paused host and a host at its concurrency are skipped; admit refuses
+// them and takes a slot for the others; release gives it back.
+func TestTrafficSkipAndAdmit(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tr := testTraffic(&now, store.HostPolicy{Host: "paused.example", Paused: true}, store.HostPolicy{Host: "one.example", Concurrency: 1})
+	if got := tr.skipHosts(now); !slices.Equal(got, []string{"paused.example"}) {
+		t.Fatalf("skip = %v, want the paused host", got)
+	}
+	if tr.admit("paused.example") {
+		t.Error("admitted a send to a paused host")
+	}
+	if !tr.admit("one.example") || tr.admit("one.example") {
+		t.Error("a host of concurrency 1 did not take exactly one send")
+	}
+	if got := tr.skipHosts(now); !slices.Contains(got, "one.example") {
+		t.Errorf("skip = %v, want the full host in it", got)
+	}
+	tr.release("one.example")
+	if got := tr.skipHosts(now); slices.Contains(got, "one.example") || !tr.admit("one.example") {
+		t.Errorf("after release: skip = %v, want the host taking sends again", got)
+	}
+	// A new host takes half the workers until it answers.
+	for i := range 4 {
+		if !tr.admit("new.example") {
+			t.Fatalf("new host refused its send %d", i+1)
+		}
+	}
+	if tr.admit("new.example") {
+		t.Error("a new host took more than half the workers before any answer")
+	}
+}
+
+// A rate policy admits its burst, then one send per token.
+func TestTrafficRate(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tr := testTraffic(&now, store.HostPolicy{Host: "r.example", Rate: 10, Burst: 2})
+	tr.skipHosts(now)
+	n := 0
+	for range 10 {
+		if tr.admit("r.example") {
+			n++
+			tr.release("r.example")
+		}
+	}
+	if n != 0 {
+		t.Errorf("a rate-limited host new to the runner took %d sends at once, want 0: its bucket starts empty", n)
+	}
+	now = now.Add(time.Second)
+	for range 10 {
+		if tr.admit("r.example") {
+			n++
+			tr.release("r.example")
+		}
+	}
+	if n != 2 {
+		t.Errorf("a second later it took %d sends, want its burst of 2", n)
+	}
+	if got := tr.skipHosts(now); !slices.Contains(got, "r.example") {
+		t.Errorf("skip = %v, want the host without a token", got)
+	}
+}
+
+// The promises of jobs that were not claimed after all are given back.
+func TestAdmissionsSettle(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tr := testTraffic(&now, store.HostPolicy{Host: "a.example", Concurrency: 2})
+	tr.skipHosts(now) // loads the policies, as every claim does first
+	adm := tr.round()
+	if !adm.admit("a.example") || !adm.admit("a.example") || adm.admit("a.example") {
+		t.Fatal("concurrency 2 did not admit exactly 2")
+	}
+	j := &store.Job{State: store.StateRunning, Request: store.Request{URL: "http://a.example/x"}}
+	hosts := adm.settle(&store.Claim{Job: j}, nil)
+	if !slices.Equal(hosts, []string{"a.example", ""}) {
+		t.Errorf("settle = %v", hosts)
+	}
+	if !tr.admit("a.example") || tr.admit("a.example") {
+		t.Error("the unclaimed job's slot was not given back")
+	}
+}
+
+// Failed sends cap a host at its share of the workers, then open its
+// breaker, which skips the host; answers earn the slots back.
+func TestTrafficIsolation(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tr := testTraffic(&now)
+	for range 4 {
+		if !tr.admit("sick.example") {
+			t.Fatal("refused")
+		}
+	}
+	for range 4 {
+		tr.release("sick.example")
+		tr.observe("sick.example", outcomeFailed, 0, 0)
+	}
+	if tr.state["sick.example"].limit != 2 {
+		t.Errorf("limit after failures = %v, want a quarter of 8 workers", tr.state["sick.example"].limit)
+	}
+	tr.admit("sick.example")
+	tr.release("sick.example")
+	tr.observe("sick.example", outcomeFailed, 0, 0)
+	if got := tr.skipHosts(now); !slices.Equal(got, []string{"sick.example"}) || tr.admit("sick.example") {
+		t.Fatalf("after 5 failures skip = %v, want the breaker open", got)
+	}
+	now = now.Add(DefaultBreakerCooldown)
+	if got := tr.skipHosts(now); len(got) != 0 || !tr.admit("sick.example") || tr.admit("sick.example") {
+		t.Fatalf("after the cool-down skip = %v; want exactly one probe", got)
+	}
+	tr.release("sick.example")
+	tr.observe("sick.example", outcomeAnswered, 201, 0)
+	if s := tr.state["sick.example"].breaker.state; s != breakerClosed {
+		t.Errorf("after a good probe the breaker is %s", s)
+	}
+}
+
+// A URL names its host as written only when its authority is exactly it.
+func TestURLHostIs(t *testing.T) {
+	for _, c := range []struct {
+		url, host string
+		want      bool
+	}{
+		{"http://a.example/x", "a.example", true},
+		{"http://a.example:8080?q", "a.example:8080", true},
+		{"http://a.example", "a.example", true},
+		{"http://a.example.evil/x", "a.example", false},
+		{"http://evil/?u=http://a.example/", "a.example", false},
+		{"http://u@a.example/", "a.example", false},
+		{"http://A.example/", "a.example", false},
+	} {
+		if got := urlHostIs(c.url, c.host); got != c.want {
+			t.Errorf("urlHostIs(%q, %q) = %v, want %v", c.url, c.host, got, c.want)
+		}
+	}
+}
