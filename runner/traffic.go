@@ -141,8 +141,9 @@ func (t *traffic) host(host string, now time.Time) *hostState {
 }
 
 // newHostShare is the share of the workers a host may hold until it
-// answers: a host new to the runner that never answers cannot take them
-// all before its first timeout shows it.
+// answers, while the runner sends to other hosts too: a host new to the
+// runner that never answers cannot take them all before its first
+// timeout shows it.
 const newHostShare = 0.5
 
 // startLimit is the sends in flight a failing host may have at most: a
@@ -155,6 +156,11 @@ func (t *traffic) startLimit() float64 {
 // limit and its policy's share; t.mu is held.
 func (t *traffic) concurrency(h *hostState, p store.HostPolicy) int {
 	n := int(h.limit)
+	if len(t.state) == 1 && h.limit >= math.Floor(float64(t.cfg.workers)*newHostShare) {
+		// The only host the runner sends to, and not failing: there is
+		// no other to keep room for.
+		n = t.cfg.workers
+	}
 	if h.breaker.state == breakerHalfOpen {
 		n = 1
 	}
@@ -172,7 +178,10 @@ func (t *traffic) applyRate(h *hostState, p store.HostPolicy, now time.Time) {
 		r = p.Rate / float64(t.runners)
 		burst = p.Burst
 		if burst <= 0 {
-			burst = int(math.Ceil(p.Rate))
+			// A tenth of a second's worth: a bucket may send its burst
+			// on top of a second's worth, so any second sees at most
+			// 1.1 times the rate.
+			burst = int(math.Ceil(p.Rate / 10))
 		}
 		burst = max(1, (burst+t.runners-1)/t.runners)
 	}
