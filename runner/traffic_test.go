@@ -127,9 +127,9 @@ func TestTrafficRateLimitedTarget(t *testing.T) {
 	}{
 		{"no policy", 0, 0, 0.20, 0},
 		{"rate 50/s", 50, 0, 0.05, 0},
-		// A bucket may send its burst on top of a second's worth: the
-		// window bound needs a small one.
-		{"rate 40/s burst 8", 40, 8, 0.02, 48},
+		// The target: the default burst keeps every second
+		// within 1.2 times the rate.
+		{"rate 40/s", 40, 0, 0.02, 48},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lt := newLimitedTarget(t, 50)

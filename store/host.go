@@ -21,7 +21,8 @@ type HostPolicy struct {
 	// Rate is the most requests per second; 0 sets no limit.
 	Rate float64 `json:"rate,omitempty"`
 	// Burst is how many requests may go at once after a quiet spell;
-	// 0 means one second's worth of Rate (at least 1).
+	// 0 means a tenth of a second's worth of Rate (at least 1), so no
+	// second sees much more than Rate.
 	Burst int `json:"burst,omitempty"`
 	// Concurrency is the most requests in flight at once; 0 sets no limit.
 	Concurrency int `json:"concurrency,omitempty"`

@@ -74,7 +74,7 @@ func (m *Main) hostService(fs *pflag.FlagSet, db string) (*api.Client, error) {
 func (m *Main) hostSet(ctx context.Context, args []string) error {
 	fs, db := m.flags("host set", "HOST [--rate N/s] [--burst N] [--concurrency N] [--settle DURATION]")
 	rate := fs.String("rate", "", "most requests per second, minute or hour: 40/s, 100/m, 500/h")
-	burst := fs.Int("burst", 0, "requests that may go at once after a quiet spell (default one second's worth of --rate)")
+	burst := fs.Int("burst", 0, "requests that may go at once after a quiet spell (default a tenth of a second's worth of --rate)")
 	conc := fs.Int("concurrency", 0, "most requests in flight at once")
 	settle := fs.Duration("settle", 0, "how long after an attempt started its status may first be asked (0s to 1h)")
 	if err := m.parse(fs, args); err != nil {
