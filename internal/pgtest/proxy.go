@@ -184,9 +184,10 @@ func (p *Proxy) clientToServer(c, s net.Conn) {
 			cut = p.roll()
 		}
 		if cut {
+			// Counted before the client can see the cut.
+			p.cuts.Add(1)
 			c.Close()
 			_, _ = s.Write(msg)
-			p.cuts.Add(1)
 			return
 		}
 		if _, err := s.Write(msg); err != nil {
