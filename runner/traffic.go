@@ -63,8 +63,10 @@ type hostState struct {
 	limRate  float64
 	limBurst int
 	// answers counts good answers in the current and previous second.
-	sec          int64
-	cur, prev    int
+	sec       int64
+	cur, prev int
+	// pushes counts push-backs (429, 503 with Retry-After) so, per second.
+	pushes       window
 	used         time.Time
 	sends, waits uint64
 	n429, n5xx   uint64
@@ -351,13 +353,58 @@ func (t *traffic) observe(host string, o sendOutcome, status int, ra time.Durati
 		if h.breaker.succeeded() {
 			t.logBreaker(host, h)
 		}
+		h.pushes.add(now)
+		// A push-back now and then is the job's own to wait for (its
+		// Retry-After); the whole host is held back when it pushes back
+		// on a share of what it is sent.
+		pushed, good := h.pushes.rate(now), h.answeredRate(now)
+		if pushed < minPushBacks || pushed < pushBackShare*(pushed+good) {
+			break
+		}
 		before := h.throttle.rate
-		h.throttle.pushedBack(now, ra, h.answeredRate(now), t.cfg.throttle)
+		h.throttle.pushedBack(now, ra, good, t.cfg.throttle)
 		if h.throttle.rate != before {
 			t.log.Info("host throttled", "host", host, "rate", math.Round(h.throttle.rate*10)/10, "hold", ra)
 		}
 	}
 	t.dirty = true
+}
+
+// A host is throttled once it pushed back at least minPushBacks times in
+// about a second, and on at least pushBackShare of its answers.
+const (
+	minPushBacks  = 5
+	pushBackShare = 0.5
+)
+
+// window counts events in the current and the previous second.
+type window struct {
+	sec       int64
+	cur, prev int
+}
+
+func (w *window) add(now time.Time) {
+	sec := now.Unix()
+	switch {
+	case sec == w.sec:
+	case sec == w.sec+1:
+		w.prev, w.cur, w.sec = w.cur, 0, sec
+	default:
+		w.prev, w.cur, w.sec = 0, 0, sec
+	}
+	w.cur++
+}
+
+// rate is the events of about the last second.
+func (w *window) rate(now time.Time) float64 {
+	frac := float64(now.Nanosecond()) / 1e9
+	switch now.Unix() {
+	case w.sec:
+		return float64(w.prev)*(1-frac) + float64(w.cur)
+	case w.sec + 1:
+		return float64(w.cur) * (1 - frac)
+	}
+	return 0
 }
 
 // count adds a good answer to the current second's.
