@@ -346,7 +346,10 @@ func (t *traffic) observe(host string, o sendOutcome, status int, ra time.Durati
 	case outcomeFailed:
 		h.failures++
 		h.limit = min(h.limit, t.startLimit())
-		if h.breaker.failed(now, t.cfg.breaker) {
+		// A host that answered in the last second is failing some sends,
+		// not down: it keeps its breaker closed (a failed probe still
+		// counts).
+		if (h.breaker.state != breakerClosed || h.answeredRate(now) == 0) && h.breaker.failed(now, t.cfg.breaker) {
 			t.logBreaker(host, h)
 		}
 	case outcomePushBack:
