@@ -159,3 +159,33 @@ func TestURLHostIs(t *testing.T) {
 		}
 	}
 }
+
+// A host that answers some sends and fails others is not down: its
+// breaker stays closed however the failures cluster, and an occasional
+// push-back holds back only its own job, not the host.
+func TestTrafficPartlyFailingHost(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tr := testTraffic(&now)
+	for i := range 40 {
+		if !tr.admit("flaky.example") {
+			t.Fatalf("send %d refused", i)
+		}
+		tr.release("flaky.example")
+		now = now.Add(10 * time.Millisecond)
+		switch {
+		case i%8 < 2:
+			tr.observe("flaky.example", outcomeAnswered, 201, 0)
+		case i%8 == 7:
+			tr.observe("flaky.example", outcomePushBack, 503, time.Second)
+		default:
+			tr.observe("flaky.example", outcomeFailed, 0, 0) // five failures in a row, each time
+		}
+	}
+	h := tr.state["flaky.example"]
+	if h.breaker.state != breakerClosed {
+		t.Errorf("breaker %s for a host that answers; want closed", h.breaker.state)
+	}
+	if h.throttle.rate != 0 || h.throttle.held(now) {
+		t.Errorf("throttle rate %v, held %v after one push-back in eight answers; want none", h.throttle.rate, h.throttle.held(now))
+	}
+}
