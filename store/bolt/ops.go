@@ -168,17 +168,8 @@ func (b buckets) remove(j *store.Job) error {
 }
 
 func checkNew(j *store.Job) error {
-	switch {
-	case j.ID == "":
-		return errors.New("store: job has no id")
-	case j.Key == "":
-		return errors.New("store: job has no idempotency key")
-	case j.Fingerprint == "":
-		return errors.New("store: job has no fingerprint")
-	case j.State != store.StatePending:
-		return fmt.Errorf("store: a new job must be pending, not %q", j.State)
-	case j.NextRunAt.IsZero() || j.CreatedAt.IsZero():
-		return errors.New("store: a new job needs created_at and next_run_at")
+	if err := store.CheckNew(j); err != nil {
+		return err
 	}
 	u, err := uuid.Parse(j.ID)
 	if err != nil {
@@ -404,52 +395,23 @@ func (db *DB) transition(id string, fn store.TransitionFunc) (*store.Job, error)
 
 // Cancel moves a pending job that cannot have had an effect to canceled.
 func (db *DB) Cancel(ctx context.Context, id string, now time.Time, actor, note string) (*store.Job, error) {
-	return db.transition(id, func(j *store.Job) error {
-		if j.State != store.StatePending {
-			return &store.TransitionError{JobID: j.ID, From: j.State, To: store.StateCanceled, Why: "only pending jobs can be canceled"}
-		}
-		if j.MayHaveEffect {
-			return &store.TransitionError{JobID: j.ID, From: j.State, To: store.StateCanceled, Why: "an earlier attempt may have taken effect; it can no longer be canceled"}
-		}
-		store.Manual(j, now, store.StateCanceled, actor, note)
-		j.Reason = "canceled by " + store.ActorOr(actor)
-		return nil
-	})
+	return db.transition(id, store.CancelJob(now, actor, note))
 }
 
 // Retry moves a failed job back to pending with the same key, a fresh
 // attempt budget and a fresh deadline.
 func (db *DB) Retry(ctx context.Context, id string, now time.Time, actor, note string) (*store.Job, error) {
-	return db.transition(id, func(j *store.Job) error {
-		if j.State != store.StateFailed {
-			return &store.TransitionError{JobID: j.ID, From: j.State, To: store.StatePending, Why: "only failed jobs can be retried"}
-		}
-		store.Manual(j, now, store.StatePending, actor, note)
-		j.AttemptBase = j.Attempts
-		j.RetryBase = j.Attempts
-		j.Deadline = now.Add(j.DeadlineAfter)
-		j.NextRunAt = now
-		j.Reason = ""
-		j.Result = nil
-		return nil
-	})
+	return db.transition(id, store.RetryJob(now, actor, note))
 }
 
 // Resolve ends a needs_attention job as succeeded or failed on a person's
 // word, recording who and why.
 func (db *DB) Resolve(ctx context.Context, id string, as store.State, now time.Time, actor, note string) (*store.Job, error) {
-	if as != store.StateSucceeded && as != store.StateFailed {
-		return nil, fmt.Errorf("store: resolve as %q: accepted: succeeded, failed", as)
+	fn, err := store.ResolveJob(as, now, actor, note)
+	if err != nil {
+		return nil, err
 	}
-	return db.transition(id, func(j *store.Job) error {
-		if j.State != store.StateNeedsAttention {
-			return &store.TransitionError{JobID: j.ID, From: j.State, To: as, Why: "only needs_attention jobs are resolved"}
-		}
-		store.Manual(j, now, as, actor, note)
-		j.MayHaveEffect = false
-		j.Reason = fmt.Sprintf("resolved as %s by %s: %s", as, store.ActorOr(actor), note)
-		return nil
-	})
+	return db.transition(id, fn)
 }
 
 // tombLen is the length of a key entry that reserves the key of a deleted

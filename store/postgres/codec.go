@@ -184,17 +184,8 @@ func jobID(id string) (string, error) {
 // checkNew checks a job to enqueue and spells its id the one way the
 // database returns it.
 func checkNew(j *store.Job) error {
-	switch {
-	case j.ID == "":
-		return errors.New("store: job has no id")
-	case j.Key == "":
-		return errors.New("store: job has no idempotency key")
-	case j.Fingerprint == "":
-		return errors.New("store: job has no fingerprint")
-	case j.State != store.StatePending:
-		return fmt.Errorf("store: a new job must be pending, not %q", j.State)
-	case j.NextRunAt.IsZero() || j.CreatedAt.IsZero():
-		return errors.New("store: a new job needs created_at and next_run_at")
+	if err := store.CheckNew(j); err != nil {
+		return err
 	}
 	u, err := uuid.Parse(j.ID)
 	if err != nil {
