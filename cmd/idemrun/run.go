@@ -258,7 +258,7 @@ func serveSocket(sock string, h http.Handler, logger *slog.Logger) (func(), erro
 
 // socketListenError is a failure to bind the admin socket, with the flag
 // that runs without one: a file system that cannot hold a unix socket
-// (some network and FUSE mounts) says only "function not implemented".
+// (some network and FUSE mounts) answers bind with ENOSYS and nothing more.
 func socketListenError(err error) error {
 	const without = "start with --no-socket to run without it (CLI commands then cannot reach this runner while it runs)"
 	if errors.Is(err, errors.ErrUnsupported) {

@@ -28,7 +28,7 @@ func TestRunWarnsWhenItCreatesTheDatabase(t *testing.T) {
 }
 
 // A socket that cannot be bound names --no-socket; on a file system that
-// cannot hold one at all (bind: function not implemented) it says so.
+// cannot hold one at all (bind answering ENOSYS) it says so.
 func TestSocketListenError(t *testing.T) {
 	t.Parallel()
 	bindErr := func(errno syscall.Errno) error {
