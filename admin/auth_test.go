@@ -3,10 +3,13 @@ package admin_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -119,5 +122,157 @@ func TestAuthThrottlesWrongTokens(t *testing.T) {
 	// per refused guess.
 	if n := strings.Count(out, "\n"); n > admin.AuthBurst+4 {
 		t.Errorf("%d log lines for %d failures, want at most %d:\n%s", n, admin.AuthBurst+4, admin.AuthBurst+4, out)
+	}
+}
+
+// uiEcho is a dashboard stand-in that answers what the token check told
+// it: "session csrf=TOKEN" or "csrf=TOKEN".
+var uiEcho = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	a := admin.UIAuthFrom(r.Context())
+	if a.Session {
+		fmt.Fprint(w, "session ")
+	}
+	fmt.Fprintf(w, "csrf=%s", a.CSRF)
+})
+
+// uiClient sends form posts and cookies by hand, and shows redirects.
+type uiClient struct {
+	t       *testing.T
+	c       *http.Client
+	base    string
+	cookies map[string]string
+}
+
+func (u *uiClient) do(method, path string, form url.Values) (*http.Response, string) {
+	u.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, u.base+path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range u.cookies {
+		req.AddCookie(&http.Cookie{Name: k, Value: v})
+	}
+	resp, err := u.c.Do(req)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, c := range resp.Cookies() {
+		if c.MaxAge < 0 {
+			delete(u.cookies, c.Name)
+		} else {
+			u.cookies[c.Name] = c.Value
+		}
+	}
+	return resp, string(b)
+}
+
+// The dashboard's login: a browser without a session is sent to the form;
+// the form needs its own CSRF token and the admin token; a login sets an
+// HttpOnly, SameSite=Strict cookie good for the dashboard's paths only,
+// whose POSTs need the session's CSRF token; logout and expiry end it;
+// wrong tokens on the form take from the same budget as bearer tokens.
+func TestAuthDashboardSession(t *testing.T) {
+	t.Parallel()
+	const token = "3f9c1e7a52d84b06a1c9e5f27d3b8a40"
+	c := apitest.OpenClient(t, api.Options{})
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	srv := httptest.NewServer(admin.Handler(c, admin.Options{Token: token, Now: clock.now, UI: uiEcho, SessionTTL: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	t.Cleanup(srv.Close)
+	hc := clientFrom("127.0.0.1")
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	u := &uiClient{t: t, c: hc, base: srv.URL, cookies: map[string]string{}}
+
+	resp, _ := u.do("GET", "/ui/jobs?state=failed", nil)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/login?next=%2Fui%2Fjobs%3Fstate%3Dfailed" {
+		t.Fatalf("GET without a session: %s Location %q, want 303 to the login form", resp.Status, resp.Header.Get("Location"))
+	}
+	if resp, _ := u.do("POST", "/ui/jobs/x/retry", url.Values{}); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("POST without a session: %s, want 401", resp.Status)
+	}
+	resp, body := u.do("GET", "/ui/login", nil)
+	loginCSRF := strings.TrimPrefix(body, "csrf=")
+	if resp.StatusCode != 200 || loginCSRF == "" || u.cookies["idemrun_login"] != loginCSRF {
+		t.Fatalf("login form: %s %q, cookies %v; want the form's CSRF token in the page and its cookie", resp.Status, body, u.cookies)
+	}
+	login := func(csrf, tok, next string) string {
+		t.Helper()
+		resp, _ := u.do("POST", "/ui/login", url.Values{"csrf": {csrf}, "token": {tok}, "next": {next}})
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("login: %s, want 303", resp.Status)
+		}
+		return resp.Header.Get("Location")
+	}
+	if loc := login("forged", token, "/ui/"); !strings.Contains(loc, "expired=1") || u.cookies["idemrun_session"] != "" {
+		t.Fatalf("login with a wrong form token went to %q, cookies %v", loc, u.cookies)
+	}
+	if loc := login(loginCSRF, "wrong-token-0123456789", "/ui/"); !strings.Contains(loc, "failed=1") || u.cookies["idemrun_session"] != "" {
+		t.Fatalf("login with a wrong token went to %q, cookies %v", loc, u.cookies)
+	}
+	resp, _ = u.do("POST", "/ui/login", url.Values{"csrf": {loginCSRF}, "token": {token}, "next": {"//evil.example/ui/"}})
+	var sc *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "idemrun_session" {
+			sc = c
+		}
+	}
+	if resp.Header.Get("Location") != "/ui/" || sc == nil || !sc.HttpOnly || sc.SameSite != http.SameSiteStrictMode || sc.Path != "/ui/" || sc.MaxAge != 3600 {
+		t.Fatalf("login: Location %q, session cookie %+v; want /ui/ (not another site) and an HttpOnly SameSite=Strict cookie for /ui/ lasting the TTL", resp.Header.Get("Location"), sc)
+	}
+	resp, body = u.do("GET", "/ui/jobs", nil)
+	sessCSRF := strings.TrimPrefix(body, "session csrf=")
+	if resp.StatusCode != 200 || !strings.HasPrefix(body, "session csrf=") || sessCSRF == loginCSRF || len(sessCSRF) < 32 {
+		t.Fatalf("GET with the session: %s %q", resp.Status, body)
+	}
+	if resp, _ := u.do("GET", "/v1/stats", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the admin API with only the session cookie: %s, want 401", resp.Status)
+	}
+	for _, csrf := range []string{"", "forged", loginCSRF} {
+		if resp, body := u.do("POST", "/ui/jobs/x/retry", url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "CSRF") {
+			t.Fatalf("POST with csrf %q: %s %q, want 403 naming the CSRF token", csrf, resp.Status, body)
+		}
+	}
+	if resp, body := u.do("POST", "/ui/jobs/x/retry", url.Values{"csrf": {sessCSRF}}); resp.StatusCode != 200 || !strings.HasPrefix(body, "session") {
+		t.Fatalf("POST with the session's CSRF token: %s %q", resp.Status, body)
+	}
+	if resp, _ := u.do("POST", "/ui/logout", url.Values{"csrf": {sessCSRF}}); resp.StatusCode != http.StatusSeeOther || u.cookies["idemrun_session"] != "" {
+		t.Fatalf("logout: %s, cookies %v", resp.Status, u.cookies)
+	}
+
+	// A session id kept after logout, or after its TTL, is no session.
+	old := sc.Value
+	u.cookies["idemrun_session"] = old
+	if resp, _ := u.do("GET", "/ui/jobs", nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a logged-out session: %s, want 303 to the login form", resp.Status)
+	}
+	u.do("GET", "/ui/login", nil)
+	login(u.cookies["idemrun_login"], token, "/ui/")
+	if resp, _ := u.do("GET", "/ui/jobs", nil); resp.StatusCode != 200 {
+		t.Fatalf("a new session: %s", resp.Status)
+	}
+	clock.add(time.Hour)
+	if resp, _ := u.do("GET", "/ui/jobs", nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a session past its TTL: %s, want 303 to the login form", resp.Status)
+	}
+
+	// Wrong tokens on the form are throttled like bearer tokens.
+	u.do("GET", "/ui/login", nil)
+	csrf := u.cookies["idemrun_login"]
+	for i := range admin.AuthBurst {
+		if loc := login(csrf, "wrong-token-0123456789", "/ui/"); !strings.Contains(loc, "failed=1") {
+			t.Fatalf("wrong login %d went to %q", i+1, loc)
+		}
+	}
+	if loc := login(csrf, token, "/ui/"); !strings.Contains(loc, "wait=1") || u.cookies["idemrun_session"] != "" {
+		t.Fatalf("after %d wrong logins the right token went to %q, cookies %v; want a wait", admin.AuthBurst, loc, u.cookies)
+	}
+	if resp := get(t, clientFrom("127.0.0.1"), srv.URL+"/v1/stats", token); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("and the bearer token from that address: %s, want 429", resp.Status)
 	}
 }

@@ -55,6 +55,12 @@ type Options struct {
 	// mapping, so a client that stalls would in time stall every write,
 	// the runner's included. Defaults to 30 seconds.
 	BackupStall time.Duration
+	// UI, when set, is the dashboard, served at UIPath; with a Token it
+	// also takes the login session Protect describes.
+	UI http.Handler
+	// SessionTTL is how long a dashboard login lasts; defaults to
+	// DefaultSessionTTL.
+	SessionTTL time.Duration
 }
 
 // Handler serves the admin API for c.
@@ -88,10 +94,10 @@ func Handler(c *api.Client, o Options) http.Handler {
 	if o.Metrics != nil {
 		mux.Handle("GET /metrics", o.Metrics)
 	}
-	if o.Token == "" {
-		return mux
+	if o.UI != nil {
+		mux.Handle(UIPath, o.UI)
 	}
-	return requireToken(mux, o)
+	return Protect(mux, o)
 }
 
 type server struct {
