@@ -67,6 +67,7 @@ func commands() []command {
 		{"host", "traffic policies per target host: list, set, unset, pause, resume", (*Main).host},
 		{"run", "run the runner: send due jobs, retry, query status", (*Main).run},
 		{"watch", "live view of counts, rates and jobs needing a person", (*Main).watch},
+		{"ui", "serve the web dashboard on TCP (for Postgres, or a file no runner holds)", (*Main).ui},
 		{"backup", "write a consistent copy of the database", (*Main).backup},
 		{"check", "verify a database file (bbolt and idemrun invariants)", (*Main).check},
 		{"compact", "rewrite the database without its free pages (runner stopped)", (*Main).compact},

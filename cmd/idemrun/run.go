@@ -19,6 +19,7 @@ import (
 
 	"github.com/idemrun/idemrun/admin"
 	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/internal/ui"
 	"github.com/idemrun/idemrun/metrics"
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/statusquery"
@@ -111,7 +112,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 			return usagef("run: --admin %s needs --admin-token-file: the admin API on TCP is refused without a bearer token", *adminAddr)
 		}
 		var err error
-		if token, err = readTokenFile(*tokenFile); err != nil {
+		if token, err = readTokenFile("admin-token-file", *tokenFile); err != nil {
 			return err
 		}
 	}
@@ -178,7 +179,8 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	handler2 := admin.Handler(client, admin.Options{Metrics: met.Handler()})
+	dash := ui.Handler(client, ui.Options{HostFigures: r.HostFigures, Logger: logger})
+	handler2 := admin.Handler(client, admin.Options{Metrics: met.Handler(), UI: dash})
 	// A Postgres database is shared, not held: commands reach it directly.
 	if !*noSocket && !dbt.isURL() {
 		closeSock, err := serveSocket(api.SocketPath(path), handler2, logger)
@@ -192,7 +194,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("admin api: listen %s: %w", *adminAddr, err)
 		}
-		srv := adminServer(admin.Handler(client, admin.Options{Token: token, Metrics: met.Handler(), Logger: logger}))
+		srv := adminServer(admin.Handler(client, admin.Options{Token: token, Metrics: met.Handler(), Logger: logger, UI: dash}))
 		go func() { _ = srv.Serve(limitListener(ln, maxAdminConns)) }()
 		defer srv.Close()
 		logger.Info("admin api on tcp", "addr", ln.Addr().String())
@@ -285,12 +287,13 @@ func sweepLoop(ctx context.Context, c *api.Client, retention, keyRetention time.
 	}
 }
 
-// readTokenFile reads the TCP admin API's bearer token: a file only its
-// owner may read (as ssh wants of a key), holding one token of printable
-// ASCII characters that admin.CheckToken takes.
-func readTokenFile(path string) (string, error) {
+// readTokenFile reads a bearer token (of the TCP admin API, of the
+// dashboard) from the file of flag: a file only its owner may read (as
+// ssh wants of a key), holding one token of printable ASCII characters
+// that admin.CheckToken takes.
+func readTokenFile(flag, path string) (string, error) {
 	bad := func(why string) error {
-		return &api.InvalidError{Field: "admin-token-file", Value: fmt.Sprintf("%q", path), Accepted: why}
+		return &api.InvalidError{Field: flag, Value: fmt.Sprintf("%q", path), Accepted: why}
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
