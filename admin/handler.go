@@ -78,6 +78,7 @@ func Handler(c *api.Client, o Options) http.Handler {
 	mux.HandleFunc("POST "+adminwire.PathJobs+"/{id}/cancel", a.steer("cancel"))
 	mux.HandleFunc("POST "+adminwire.PathJobs+"/{id}/retry", a.steer("retry"))
 	mux.HandleFunc("POST "+adminwire.PathJobs+"/{id}/resolve", a.steer("resolve"))
+	mux.HandleFunc("POST "+adminwire.PathBulk, a.bulk)
 	mux.HandleFunc("GET "+adminwire.PathStats, a.stats)
 	mux.HandleFunc("GET "+adminwire.PathHosts, a.hosts)
 	mux.HandleFunc("PUT "+adminwire.PathHosts+"/{host}", a.setHost)
@@ -259,6 +260,20 @@ func (a *server) list(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			f.States = append(f.States, st)
+		}
+	}
+	f.Host, f.KeyPrefix, f.IDPrefix, f.Sort = q.Get("host"), q.Get("key_prefix"), q.Get("id_prefix"), api.ListSort(q.Get("sort"))
+	for _, t := range []struct {
+		name string
+		to   *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := q.Get(t.name); v != "" {
+			tv, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				fail(w, api.Invalid(t.name, v, "a time in RFC 3339 (2026-01-02T15:04:05Z)"))
+				return
+			}
+			*t.to = tv
 		}
 	}
 	if l := q.Get("limit"); l != "" {

@@ -274,9 +274,38 @@ type ListFilter struct {
 	Cursor string
 	// Oldest lists each state's oldest jobs first (earliest next_run_at for
 	// pending and unknown, least recently updated otherwise); it needs
-	// States, and its pages continue with the Next of an Oldest page.
+	// States and the default Sort, and its pages continue with the Next of
+	// an Oldest page.
 	Oldest bool
+	// Host limits the list to jobs whose URL has this host, as
+	// store.HostOf names it ("api.example.com", "127.0.0.1:8080"); ""
+	// means all.
+	Host string
+	// Since and Until limit the list to jobs last updated in [Since,
+	// Until); a zero time leaves that side open.
+	Since, Until time.Time
+	// KeyPrefix limits the list to jobs whose idempotency key begins with
+	// it; "" means all.
+	KeyPrefix string
+	// IDPrefix limits the list to jobs whose id begins with it; "" means
+	// all.
+	IDPrefix string
+	// Sort orders the list: ListSortDefault (as described above),
+	// ListSortNextRun (earliest next run first, for pending and unknown
+	// States) or ListSortUpdated (latest update first, for the other
+	// States).
+	Sort ListSort
 }
+
+// ListSort orders a list; see ListFilter.Sort.
+type ListSort = store.ListSort
+
+// The orders of a list.
+const (
+	ListSortDefault = store.ListSortDefault
+	ListSortNextRun = store.ListSortNextRun
+	ListSortUpdated = store.ListSortUpdated
+)
 
 // ListPage is one page of jobs, newest first.
 type ListPage struct {
@@ -300,25 +329,11 @@ func (c *Client) List(ctx context.Context, f ListFilter) (ListPage, error) {
 	if c.rem != nil {
 		return c.rem.list(ctx, f)
 	}
-	if f.Limit < 0 || f.Limit > store.MaxListLimit {
-		return ListPage{}, invalid("limit", fmt.Sprint(f.Limit), fmt.Sprintf("an integer from 1 to %d", store.MaxListLimit))
+	sf, err := c.storeFilter(f)
+	if err != nil {
+		return ListPage{}, err
 	}
-	for _, s := range f.States {
-		if _, err := store.ParseState(string(s)); err != nil {
-			return ListPage{}, invalid("state", string(s), "pending, running, unknown, succeeded, failed, needs_attention, canceled")
-		}
-	}
-	if f.Cursor != "" {
-		if cf, ok := c.st.(cursorChecker); ok && !cf.CursorFits(f.Cursor, f.States) {
-			return ListPage{}, invalid("cursor", f.Cursor, "the next cursor of the previous page of the same list (the same state filters)")
-		}
-	}
-	if f.Oldest && len(f.States) == 0 {
-		return ListPage{}, invalid("oldest", "true", "a state filter")
-	}
-	// A state named twice is listed once, where it first appears.
-	f.States = uniqueStates(f.States)
-	p, err := c.st.List(store.ListFilter{States: f.States, Limit: f.Limit, Cursor: f.Cursor, Oldest: f.Oldest})
+	p, err := c.st.List(sf)
 	if err != nil {
 		return ListPage{}, err
 	}

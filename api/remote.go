@@ -367,6 +367,17 @@ func (r *remote) list(ctx context.Context, f ListFilter) (ListPage, error) {
 	if f.Oldest {
 		q.Set("oldest", "true")
 	}
+	for name, v := range map[string]string{"host": f.Host, "key_prefix": f.KeyPrefix, "id_prefix": f.IDPrefix, "sort": string(f.Sort)} {
+		if v != "" {
+			q.Set(name, v)
+		}
+	}
+	if !f.Since.IsZero() {
+		q.Set("since", f.Since.Format(time.RFC3339Nano))
+	}
+	if !f.Until.IsZero() {
+		q.Set("until", f.Until.Format(time.RFC3339Nano))
+	}
 	var p ListPage
 	err := r.do(ctx, http.MethodGet, adminwire.PathJobs+"?"+q.Encode(), nil, &p)
 	for _, j := range p.Jobs {
@@ -428,6 +439,13 @@ func (r *remote) steer(ctx context.Context, op, id string, in adminwire.Steer) (
 	}
 	r.scrub(&j)
 	return &j, nil
+}
+
+// bulk sends a bulk action.
+func (r *remote) bulk(ctx context.Context, in adminwire.Bulk) (BulkResult, error) {
+	var res BulkResult
+	err := r.do(ctx, http.MethodPost, adminwire.PathBulk, in, &res)
+	return res, err
 }
 
 // hostPolicies lists the host policies: the policies of the hosts list.

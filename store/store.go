@@ -62,6 +62,19 @@ type Jobs interface {
 	Retry(ctx context.Context, id string, now time.Time, actor, note string) (*Job, error)
 	// Resolve ends a job that needs attention as succeeded or failed.
 	Resolve(ctx context.Context, id string, as State, now time.Time, actor, note string) (*Job, error)
+	// MatchIDs returns the ids of up to max jobs that f matches
+	// (ListFilter.Matches; States are required, Cursor, Limit, Oldest and
+	// Sort are ignored), read in one snapshot, in no promised order. more
+	// is true when other jobs match too.
+	MatchIDs(f ListFilter, max int) (ids []string, more bool, err error)
+	// ManualMany applies fn, a manual action (CancelJob, RetryJob,
+	// ResolveJob's), to each job of ids in one transaction, with the
+	// checks Cancel, Retry and Resolve apply. A job that is gone or that
+	// fn refuses is left as it is: errs[i] says why (ErrNotFound, a
+	// *TransitionError, fn's error), nil when job ids[i] changed. At most
+	// MaxBulkBatch ids; err is for the batch as a whole, and nothing is
+	// changed with it.
+	ManualMany(ctx context.Context, ids []string, fn TransitionFunc) (errs []error, err error)
 	// Sweep deletes up to limit ended jobs last updated before jobCutoff;
 	// the key of a deleted job stays reserved until keyCutoff passes its
 	// deletion. It returns how many jobs and key reservations it deleted.

@@ -30,6 +30,7 @@ const (
 	PathStats  = "/v1/stats"
 	PathBackup = "/v1/backup"
 	PathHosts  = "/v1/hosts" // GET lists; PUT and DELETE /v1/hosts/{host}; POST /v1/hosts/{host}/{pause,resume}
+	PathBulk   = "/v1/bulk"  // POST: a bulk action over a filter
 )
 
 // Error codes of the admin API: stable, scripts may match on them.
@@ -99,4 +100,21 @@ type HostSet struct {
 // Hosts is the answer to a list of hosts.
 type Hosts[H any] struct {
 	Hosts []H `json:"hosts"`
+}
+
+// Bulk is the body of a bulk action: the filter (states required; since
+// and until in RFC 3339), the action (retry, cancel, resolve), the state
+// a resolve ends in, who and why, and whether only to count.
+type Bulk struct {
+	States    []string `json:"states"`
+	Host      string   `json:"host,omitempty"`
+	Since     string   `json:"since,omitempty"`
+	Until     string   `json:"until,omitempty"`
+	KeyPrefix string   `json:"key_prefix,omitempty"`
+	IDPrefix  string   `json:"id_prefix,omitempty"`
+	Action    string   `json:"action"`
+	As        string   `json:"as,omitempty"`
+	Actor     string   `json:"actor,omitempty"`
+	Note      string   `json:"note"`
+	DryRun    bool     `json:"dry_run,omitempty"`
 }

@@ -357,40 +357,82 @@ func (db *DB) transition(id string, fn store.TransitionFunc) (*store.Job, error)
 	}
 	var out *store.Job
 	err = db.write(func(tx *bbolt.Tx) error {
-		out = nil
-		b := db.writeBuckets(tx)
-		old, err := b.load(idb)
-		if err != nil {
-			return err
-		}
-		j := old.Clone()
-		var ferr error
-		inCaller(func() { ferr = fn(j) })
-		if ferr != nil {
-			return ferr
-		}
-		if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence || j.Owner != old.Owner {
-			// Only a claim moves the fence and names the owner; a change
-			// that rewound either would let a stale claim's write pass its
-			// fence check again.
-			return fmt.Errorf("store: job %s: id, key, fence and owner never change in a transition", old.ID)
-		}
-		if !store.SameRequest(old, j) {
-			return fmt.Errorf("store: job %s: %w", old.ID, errRequestChanged)
-		}
-		if j.State != old.State && !store.Legal(old.State, j.State) {
-			return &store.TransitionError{JobID: j.ID, From: old.State, To: j.State}
-		}
-		if j.State == old.State && old.State.Terminal() {
-			return &store.TransitionError{JobID: j.ID, From: old.State, To: j.State, Why: "the job already ended"}
-		}
-		if err := b.replace(old, j); err != nil {
-			return err
-		}
-		out = j // a private copy: each run of the op clones afresh
-		return nil
+		var err error
+		out, err = transitionIn(db.writeBuckets(tx), idb, fn)
+		return err
 	})
 	return out, err
+}
+
+// transitionIn loads the job idb, lets fn change a copy, checks the
+// change and writes it. It writes nothing when it returns an error.
+func transitionIn(b buckets, idb []byte, fn store.TransitionFunc) (*store.Job, error) {
+	old, err := b.load(idb)
+	if err != nil {
+		return nil, err
+	}
+	j := old.Clone()
+	var ferr error
+	inCaller(func() { ferr = fn(j) })
+	if ferr != nil {
+		return nil, ferr
+	}
+	if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence || j.Owner != old.Owner {
+		// Only a claim moves the fence and names the owner; a change
+		// that rewound either would let a stale claim's write pass its
+		// fence check again.
+		return nil, fmt.Errorf("store: job %s: id, key, fence and owner never change in a transition", old.ID)
+	}
+	if !store.SameRequest(old, j) {
+		return nil, fmt.Errorf("store: job %s: %w", old.ID, errRequestChanged)
+	}
+	if j.State != old.State && !store.Legal(old.State, j.State) {
+		return nil, &store.TransitionError{JobID: j.ID, From: old.State, To: j.State}
+	}
+	if j.State == old.State && old.State.Terminal() {
+		return nil, &store.TransitionError{JobID: j.ID, From: old.State, To: j.State, Why: "the job already ended"}
+	}
+	if err := b.replace(old, j); err != nil {
+		return nil, err
+	}
+	return j, nil // a private copy: each run of the op clones afresh
+}
+
+// ManualMany applies the manual action fn to each job of ids in one
+// transaction; a job refused or gone is left as it is, its error in
+// errs.
+func (db *DB) ManualMany(ctx context.Context, ids []string, fn store.TransitionFunc) ([]error, error) {
+	if len(ids) > store.MaxBulkBatch {
+		return nil, fmt.Errorf("store: %d jobs in one manual batch; at most %d", len(ids), store.MaxBulkBatch)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(ids))
+	err := db.write(func(tx *bbolt.Tx) error {
+		b := db.writeBuckets(tx)
+		wrote := false
+		for i, id := range ids {
+			idb, err := idBytes(id)
+			if err == nil {
+				_, err = transitionIn(b, idb, fn)
+			}
+			var fe *fatalError
+			if errors.As(err, &fe) {
+				return err
+			}
+			errs[i] = err
+			wrote = wrote || err == nil
+		}
+		if !wrote {
+			return nothingWritten(nil)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
 }
 
 // Cancel moves a pending job that cannot have had an effect to canceled.

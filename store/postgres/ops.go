@@ -39,23 +39,9 @@ func (db *DB) transition(ctx context.Context, id string, fn store.TransitionFunc
 		if err != nil {
 			return err
 		}
-		j := old.Clone()
-		if err := fn(j); err != nil {
+		j, err := changed(old, fn)
+		if err != nil {
 			return err
-		}
-		if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence {
-			// Only a claim moves the fence; a change that rewound it would
-			// let a stale claim's write pass its fence check again.
-			return fmt.Errorf("store: job %s: id, key and fence never change in a transition", old.ID)
-		}
-		if !store.SameRequest(old, j) {
-			return fmt.Errorf("store: job %s: %w", old.ID, errRequestChanged)
-		}
-		if j.State != old.State && !store.Legal(old.State, j.State) {
-			return &store.TransitionError{JobID: j.ID, From: old.State, To: j.State}
-		}
-		if j.State == old.State && old.State.Terminal() {
-			return &store.TransitionError{JobID: j.ID, From: old.State, To: j.State, Why: "the job already ended"}
 		}
 		c, err := colsOf(j)
 		if err != nil {
@@ -77,6 +63,30 @@ func (db *DB) transition(ctx context.Context, id string, fn store.TransitionFunc
 		db.notify.trail()
 	}
 	return out, nil
+}
+
+// changed returns the copy of old that fn changed, checked against the
+// transition table and the rules of what never changes.
+func changed(old *store.Job, fn store.TransitionFunc) (*store.Job, error) {
+	j := old.Clone()
+	if err := fn(j); err != nil {
+		return nil, err
+	}
+	if j.ID != old.ID || j.Key != old.Key || j.Fence != old.Fence {
+		// Only a claim moves the fence; a change that rewound it would
+		// let a stale claim's write pass its fence check again.
+		return nil, fmt.Errorf("store: job %s: id, key and fence never change in a transition", old.ID)
+	}
+	if !store.SameRequest(old, j) {
+		return nil, fmt.Errorf("store: job %s: %w", old.ID, errRequestChanged)
+	}
+	if j.State != old.State && !store.Legal(old.State, j.State) {
+		return nil, &store.TransitionError{JobID: j.ID, From: old.State, To: j.State}
+	}
+	if j.State == old.State && old.State.Terminal() {
+		return nil, &store.TransitionError{JobID: j.ID, From: old.State, To: j.State, Why: "the job already ended"}
+	}
+	return j, nil
 }
 
 // Cancel moves a pending job that cannot have had an effect to canceled.

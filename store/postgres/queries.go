@@ -16,10 +16,7 @@ type queries struct {
 	leaseExpires, register, heartbeat, deregister   string
 	leases, dropExpired, rescuable, advisoryXact    string
 	releaseTombs, sweep, insertTombs                string
-	stats, oldest, anyInStates                      string
-	listAll, listAllAfter                           string
-	listNewest, listNewestAfter                     string
-	listOldest, listOldestAfter                     string
+	stats, oldest                                   string
 	names, lockMeta, putMeta                        string
 	checkJobs, checkTombKeys, checkTombIDs, runners string
 	hostPolicies, hostReserve, hostLocked           string
@@ -102,16 +99,8 @@ func newQueries(schema string) queries {
 		insertTombs: `INSERT INTO {schema}.key_tombs (key, job_id, updated_ns) SELECT * FROM unnest($1::text[], $2::uuid[], $3::bigint[])
 			ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id, updated_ns = excluded.updated_ns`,
 
-		stats:       `SELECT state, count(*) FROM {schema}.jobs GROUP BY state`,
-		oldest:      `SELECT sort_ns FROM {schema}.jobs WHERE state = $1 ORDER BY sort_ns, id LIMIT 1`,
-		anyInStates: `SELECT EXISTS (SELECT 1 FROM {schema}.jobs WHERE state = ANY($1))`,
-
-		listAll:         `SELECT id::text, state, sort_ns, job FROM {schema}.jobs ORDER BY id DESC LIMIT $1`,
-		listAllAfter:    `SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE id < $2 ORDER BY id DESC LIMIT $1`,
-		listNewest:      `SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = $2 ORDER BY sort_ns DESC, id DESC LIMIT $1`,
-		listNewestAfter: `SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = $2 AND (sort_ns, id) < ($3, $4) ORDER BY sort_ns DESC, id DESC LIMIT $1`,
-		listOldest:      `SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = $2 ORDER BY sort_ns, id LIMIT $1`,
-		listOldestAfter: `SELECT id::text, state, sort_ns, job FROM {schema}.jobs WHERE state = $2 AND (sort_ns, id) > ($3, $4) ORDER BY sort_ns, id LIMIT $1`,
+		stats:  `SELECT state, count(*) FROM {schema}.jobs GROUP BY state`,
+		oldest: `SELECT sort_ns FROM {schema}.jobs WHERE state = $1 ORDER BY sort_ns, id LIMIT 1`,
 
 		names:    `SELECT name, value FROM {schema}.meta WHERE name = ANY($1)`,
 		lockMeta: `LOCK TABLE {schema}.meta IN SHARE ROW EXCLUSIVE MODE`,
@@ -151,10 +140,7 @@ func (q *queries) all() []*string {
 		&q.leaseExpires, &q.register, &q.heartbeat, &q.deregister,
 		&q.leases, &q.dropExpired, &q.rescuable, &q.advisoryXact,
 		&q.releaseTombs, &q.sweep, &q.insertTombs,
-		&q.stats, &q.oldest, &q.anyInStates,
-		&q.listAll, &q.listAllAfter,
-		&q.listNewest, &q.listNewestAfter,
-		&q.listOldest, &q.listOldestAfter,
+		&q.stats, &q.oldest,
 		&q.names, &q.lockMeta, &q.putMeta,
 		&q.checkJobs, &q.checkTombKeys, &q.checkTombIDs, &q.runners,
 		&q.hostPolicies, &q.hostReserve, &q.hostLocked,

@@ -2,13 +2,11 @@ package postgres
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemrun/idemrun/store"
@@ -115,170 +113,6 @@ func (db *DB) OldestDue(s store.State) (time.Time, error) {
 		return time.Time{}, db.wrap(fmt.Errorf("store: oldest %s job in %s: %w", s, db.where, err))
 	}
 	return fromNanos(n), nil
-}
-
-// List returns a page of jobs (see store.ListFilter), newest first, or
-// oldest first within each state. Cursors are those of store/bolt: a job
-// id without a state filter, state | sort time | id with one. All of a
-// page is read in one snapshot.
-func (db *DB) List(f store.ListFilter) (store.ListPage, error) {
-	if err := db.usable(bg); err != nil {
-		return store.ListPage{}, err
-	}
-	if f.Limit <= 0 {
-		f.Limit = 100
-	}
-	if f.Limit > store.MaxListLimit {
-		return store.ListPage{}, fmt.Errorf("store: list limit %d over the maximum %d", f.Limit, store.MaxListLimit)
-	}
-	for _, s := range f.States {
-		if _, ok := stateByte[s]; !ok {
-			return store.ListPage{}, fmt.Errorf("store: unknown state %q", s)
-		}
-	}
-	var cur []byte
-	if f.Cursor != "" {
-		if !CursorFits(f.Cursor, f.States) {
-			return store.ListPage{}, fmt.Errorf("store: invalid list cursor %q; pass the next cursor of a previous page of the same list (same state filters)", f.Cursor)
-		}
-		cur, _ = hex.DecodeString(f.Cursor)
-	}
-	if f.Oldest && len(f.States) == 0 {
-		return store.ListPage{}, fmt.Errorf("store: listing the oldest jobs needs a state filter, and a cursor from an oldest-first page of it")
-	}
-	var page store.ListPage
-	err := db.snapshot(bg, func(tx pgx.Tx) error {
-		var err error
-		if len(f.States) == 0 {
-			page, err = db.listAll(tx, f.Limit, cur)
-		} else {
-			page, err = db.listStates(tx, f, cur)
-		}
-		return err
-	})
-	return page, err
-}
-
-// listed is a row of a list query.
-type listed struct {
-	id    string
-	state store.State
-	sort  int64
-	job   *store.Job
-}
-
-// listRows reads a list query's rows.
-func listRows(tx pgx.Tx, sql string, args ...any) ([]listed, error) {
-	rows, err := tx.Query(bg, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []listed
-	for rows.Next() {
-		var l listed
-		var s string
-		var rec []byte
-		if err := rows.Scan(&l.id, &s, &l.sort, &rec); err != nil {
-			return nil, err
-		}
-		l.state = store.State(s)
-		if l.job, err = decodeJob(rec); err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
-}
-
-// listAll walks every job by id, newest first, after the id cur.
-func (db *DB) listAll(tx pgx.Tx, limit int, cur []byte) (store.ListPage, error) {
-	var rows []listed
-	var err error
-	if cur == nil {
-		rows, err = listRows(tx, db.q.listAll, limit+1)
-	} else {
-		rows, err = listRows(tx, db.q.listAllAfter, limit+1, uuid.UUID(cur).String())
-	}
-	if err != nil {
-		return store.ListPage{}, err
-	}
-	var page store.ListPage
-	if len(rows) > limit {
-		rows = rows[:limit]
-		id := uuid.MustParse(rows[limit-1].id)
-		page.Next = hex.EncodeToString(id[:])
-	}
-	for _, r := range rows {
-		page.Jobs = append(page.Jobs, r.job)
-	}
-	return page, nil
-}
-
-// listStates walks each state of the filter in its order, starting in the
-// cursor's state after the cursor. A full page has a Next only when
-// another job follows it.
-func (db *DB) listStates(tx pgx.Tx, f store.ListFilter, cur []byte) (store.ListPage, error) {
-	var page store.ListPage
-	started := cur == nil
-	for si, s := range f.States {
-		var rows []listed
-		var err error
-		need := f.Limit - len(page.Jobs)
-		first, after := db.q.listNewest, db.q.listNewestAfter
-		if f.Oldest {
-			first, after = db.q.listOldest, db.q.listOldestAfter
-		}
-		if started {
-			rows, err = listRows(tx, first, need+1, string(s))
-		} else {
-			if cur[0] != stateByte[s] {
-				continue
-			}
-			started = true
-			sortNS := int64(binary.BigEndian.Uint64(cur[1:9]) ^ 1<<63)
-			rows, err = listRows(tx, after, need+1, string(s), sortNS, uuid.UUID(cur[9:]).String())
-		}
-		if err != nil {
-			return store.ListPage{}, err
-		}
-		more := len(rows) > need
-		if more {
-			rows = rows[:need]
-		}
-		for _, r := range rows {
-			page.Jobs = append(page.Jobs, r.job)
-		}
-		if len(page.Jobs) < f.Limit {
-			continue
-		}
-		if !more && si+1 < len(f.States) {
-			rest := make([]string, 0, len(f.States)-si-1)
-			for _, s := range f.States[si+1:] {
-				rest = append(rest, string(s))
-			}
-			if err := tx.QueryRow(bg, db.q.anyInStates, rest).Scan(&more); err != nil {
-				return store.ListPage{}, err
-			}
-		}
-		// The page filled up in this state (rows holds its last job):
-		// it has a next one if a job follows, here or in a later state.
-		if more {
-			page.Next = cursorOf(rows[len(rows)-1])
-		}
-		return page, nil
-	}
-	return page, nil
-}
-
-// cursorOf is the list cursor after r: state | sort time | id, hex.
-func cursorOf(r listed) string {
-	k := make([]byte, 1+8+16)
-	k[0] = stateByte[r.state]
-	binary.BigEndian.PutUint64(k[1:9], uint64(r.sort)^1<<63)
-	id := uuid.MustParse(r.id)
-	copy(k[9:], id[:])
-	return hex.EncodeToString(k)
 }
 
 // CursorFits reports whether cursor can be the next cursor of a list with

@@ -31,10 +31,18 @@ func testClose(t *testing.T, open func(t *testing.T) Store) {
 			_, err := s.EnqueueManyFunc(ctx, 1, func(int) (*store.Job, error) { return fresh(), nil })
 			return err
 		},
-		"Get":       func() error { _, err := s.Get(j.ID); return err },
-		"GetByKey":  func() error { _, err := s.GetByKey(j.Key); return err },
-		"List":      func() error { _, err := s.List(store.ListFilter{}); return err },
-		"Stats":     func() error { _, err := s.Stats(); return err },
+		"Get":      func() error { _, err := s.Get(j.ID); return err },
+		"GetByKey": func() error { _, err := s.GetByKey(j.Key); return err },
+		"List":     func() error { _, err := s.List(store.ListFilter{}); return err },
+		"Stats":    func() error { _, err := s.Stats(); return err },
+		"MatchIDs": func() error {
+			_, _, err := s.MatchIDs(store.ListFilter{States: []store.State{store.StatePending}}, 10)
+			return err
+		},
+		"ManualMany": func() error {
+			_, err := s.ManualMany(ctx, []string{j.ID}, store.RetryJob(later, "storetest", ""))
+			return err
+		},
 		"OldestDue": func() error { _, err := s.OldestDue(store.StatePending); return err },
 		"Cancel":    func() error { _, err := s.Cancel(ctx, j.ID, later, "storetest", ""); return err },
 		"Retry":     func() error { _, err := s.Retry(ctx, j.ID, later, "storetest", ""); return err },

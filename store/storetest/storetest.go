@@ -65,6 +65,9 @@ func suite() []suiteTest {
 		{"Resolve", testResolve},
 		{"NotFound", testNotFound},
 		{"ListPagination", testListPagination},
+		{"ListFilters", testListFilters},
+		{"ListSort", testListSort},
+		{"ManualMany", testManualMany},
 		{"Sweep", testSweep},
 		{"SweepKeyReservations", testSweepKeyReservations},
 		{"SensitiveNames", testSensitiveNames},
@@ -265,7 +268,13 @@ func driveTo(t *testing.T, s Store, key string, st store.State, now time.Time) *
 // live lease at now.
 func driveFor(t *testing.T, s Store, key string, st store.State, owner string, now time.Time) *store.Job {
 	t.Helper()
-	j := enqueue(t, s, NewJob(key, now))
+	return driveJob(t, s, NewJob(key, now), st, owner, now)
+}
+
+// driveJob is driveFor with the job to enqueue given.
+func driveJob(t *testing.T, s Store, j *store.Job, st store.State, owner string, now time.Time) *store.Job {
+	t.Helper()
+	j = enqueue(t, s, j)
 	switch st {
 	case store.StatePending:
 		return get(t, s, j.ID)
