@@ -75,7 +75,7 @@ func buildChart(ctx context.Context, c *api.Client, now time.Time) (chart, error
 		cursor, seen := "", 0
 	pages:
 		for seen < chartScan {
-			p, err := c.List(ctx, api.ListFilter{States: []store.State{st}, Limit: min(1000, chartScan-seen), Cursor: cursor})
+			p, err := c.List(ctx, api.ListFilter{States: []store.State{st}, Since: start, Limit: min(1000, chartScan-seen), Cursor: cursor})
 			if err != nil {
 				return chart{}, err
 			}

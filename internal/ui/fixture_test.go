@@ -44,6 +44,7 @@ type fixture struct {
 	url string // the dashboard server's base URL
 	// Job ids by what happened to them.
 	ok, rejected, attention []string
+	otherFailed             string // failed at another host
 	hostile, later          string
 	targetHost              string // host:port of the jobs' target
 }
@@ -125,6 +126,12 @@ func newFixture(t *testing.T, backend string) *fixture {
 	for range 2 {
 		f.attention = append(f.attention, enqueue("/boom", nil, `{"amount":7}`, api.EnqueueOptions{}))
 	}
+	other := target(t)
+	res, err := c.Enqueue(ctx, api.Request{URL: other.URL + "/reject", Body: []byte(`{"amount":9}`)}, api.EnqueueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.otherFailed = res.Job.ID
 	r, err := c.NewRunner(runner.Config{Workers: 4, UntilIdle: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +147,7 @@ func newFixture(t *testing.T, backend string) *fixture {
 	if _, err := c.Cancel(ctx, cancelID, "test", "not wanted"); err != nil {
 		t.Fatal(err)
 	}
-	f.expectStates(t, map[store.State][]string{store.StateSucceeded: f.ok, store.StateFailed: f.rejected, store.StateNeedsAttention: f.attention})
+	f.expectStates(t, map[store.State][]string{store.StateSucceeded: f.ok, store.StateFailed: append([]string{f.otherFailed}, f.rejected...), store.StateNeedsAttention: f.attention})
 
 	dash := ui.Handler(c, ui.Options{Refresh: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv := httptest.NewServer(admin.Handler(c, admin.Options{Token: testToken, UI: dash, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))

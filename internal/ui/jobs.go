@@ -1,11 +1,11 @@
 package ui
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/store"
@@ -20,21 +20,54 @@ type jobsData struct {
 	States []store.State
 	Jobs   []*api.Job
 	Next   string // the URL of the next page, or ""
+	Bulk   string // the bulk page for this filter, when one action applies to it
 }
 
 // filterForm is a filter as the query gave it, to fill the form in again.
 type filterForm struct {
-	States []string
-	Sort   string
-	Limit  int
+	States                    []string
+	Host, KeyPrefix, IDPrefix string
+	Since, Until              string
+	Sort                      string
+	Limit                     int
 }
 
 // Has reports whether the form picked state s.
 func (f filterForm) Has(s store.State) bool { return slices.Contains(f.States, string(s)) }
 
-// parseFilter reads a jobs filter from query parameters (state, repeated
-// or comma-separated; sort; limit; cursor). A bad one is an
-// *api.InvalidError naming the parameter.
+// Query is the form as query parameters, without the states, cursor
+// and limit.
+func (f filterForm) Query() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"host": f.Host, "key_prefix": f.KeyPrefix, "id_prefix": f.IDPrefix, "since": f.Since, "until": f.Until} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
+}
+
+// timeLayouts are the times a filter takes: RFC 3339, and what a
+// datetime-local control sends (taken as UTC).
+var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"}
+
+// formTime is how a datetime-local control shows a time.
+const formTime = "2006-01-02T15:04:05"
+
+func parseTime(field, v string) (time.Time, error) {
+	for _, l := range timeLayouts {
+		if t, err := time.ParseInLocation(l, v, time.UTC); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, &api.InvalidError{Field: field, Value: strconv.Quote(v), Accepted: "a time in RFC 3339 (2026-01-02T10:00:00Z) or YYYY-MM-DDTHH:MM (UTC)"}
+}
+
+// parseFilter reads a jobs filter from query parameters: state (repeated
+// or comma-separated), host, key_prefix, id_prefix, since and until
+// (last update in [since, until)), sort, limit and cursor. A bad one is
+// an *api.InvalidError naming the parameter; the api checks what goes
+// together.
 func parseFilter(q url.Values) (api.ListFilter, filterForm, error) {
 	var f api.ListFilter
 	var form filterForm
@@ -42,7 +75,7 @@ func parseFilter(q url.Values) (api.ListFilter, filterForm, error) {
 		for _, p := range splitList(v) {
 			st, err := store.ParseState(p)
 			if err != nil {
-				return f, form, &api.InvalidError{Field: "state", Value: strconv.Quote(p), Accepted: "pending, running, unknown, succeeded, failed, needs_attention, canceled"}
+				return f, form, &api.InvalidError{Field: "state", Value: strconv.Quote(p), Accepted: api.StatesAccepted}
 			}
 			if !slices.Contains(f.States, st) {
 				f.States = append(f.States, st)
@@ -50,15 +83,29 @@ func parseFilter(q url.Values) (api.ListFilter, filterForm, error) {
 			}
 		}
 	}
+	form.Host, form.KeyPrefix, form.IDPrefix = q.Get("host"), q.Get("key_prefix"), q.Get("id_prefix")
+	f.Host, f.KeyPrefix, f.IDPrefix = form.Host, form.KeyPrefix, form.IDPrefix
+	var err error
+	if form.Since = q.Get("since"); form.Since != "" {
+		if f.Since, err = parseTime("since", form.Since); err != nil {
+			return f, form, err
+		}
+		form.Since = f.Since.Format(formTime)
+	}
+	if form.Until = q.Get("until"); form.Until != "" {
+		if f.Until, err = parseTime("until", form.Until); err != nil {
+			return f, form, err
+		}
+		form.Until = f.Until.Format(formTime)
+	}
 	switch form.Sort = q.Get("sort"); form.Sort {
 	case "":
-	case "next_run":
-		if len(f.States) == 0 {
-			return f, form, &api.InvalidError{Field: "sort", Value: "next_run", Accepted: "with at least one state picked (next_run lists each state's earliest jobs first)"}
-		}
+	case "oldest":
 		f.Oldest = true
+	case string(api.ListSortNextRun), string(api.ListSortUpdated):
+		f.Sort = api.ListSort(form.Sort)
 	default:
-		return f, form, &api.InvalidError{Field: "sort", Value: strconv.Quote(form.Sort), Accepted: `"" (newest first) or next_run`}
+		return f, form, &api.InvalidError{Field: "sort", Value: strconv.Quote(form.Sort), Accepted: `"" (newest first), oldest, next_run or updated`}
 	}
 	form.Limit = defaultPage
 	if l := q.Get("limit"); l != "" {
@@ -111,9 +158,12 @@ func (s *server) jobs(w http.ResponseWriter, r *http.Request) {
 		nq.Set("cursor", p.Next)
 		d.Next = "/ui/jobs?" + nq.Encode()
 	}
-	title := "Jobs"
-	if len(form.States) > 0 {
-		title = fmt.Sprintf("Jobs: %v", form.States)
+	if len(f.States) == 1 {
+		if a, ok := actionFor[f.States[0]]; ok {
+			bq := form.Query()
+			bq.Set("action", string(a))
+			d.Bulk = "/ui/bulk?" + bq.Encode()
+		}
 	}
-	s.render(w, r, http.StatusOK, "jobs", page{Title: title, Nav: "jobs", Data: d})
+	s.render(w, r, http.StatusOK, "jobs", page{Title: "Jobs", Nav: "jobs", Data: d})
 }

@@ -88,6 +88,8 @@ func Handler(c *api.Client, o Options) http.Handler {
 	mux.HandleFunc("POST /ui/jobs/{id}/{action}", s.act)
 	mux.HandleFunc("GET /ui/attention", s.attention)
 	mux.HandleFunc("GET /ui/hosts", s.hosts)
+	mux.HandleFunc("GET /ui/bulk", s.bulkForm)
+	mux.HandleFunc("POST /ui/bulk", s.bulk)
 	mux.HandleFunc("GET "+admin.UILoginPath, s.login)
 	static, _ := fs.Sub(staticFiles, "static")
 	mux.Handle("GET "+admin.UIStaticPath, http.StripPrefix(admin.UIStaticPath, http.FileServerFS(static)))

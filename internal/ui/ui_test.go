@@ -160,11 +160,45 @@ func testDashboard(t *testing.T, backend string) {
 		}
 		ids = append(ids, r[0])
 	}
-	if slices.Sort(ids); !slices.Equal(ids, sorted(f.rejected)) {
-		t.Fatalf("the failed filter lists %v, want %v", ids, sorted(f.rejected))
+	failed := sorted(append([]string{f.otherFailed}, f.rejected...))
+	if slices.Sort(ids); !slices.Equal(ids, failed) {
+		t.Fatalf("the failed filter lists %v, want %v", ids, failed)
 	}
 	b.checkPage("jobs")
 	b.shot("jobs-failed")
+
+	// The other filters, as query parameters: host, id prefix, time
+	// range, sort; a bad one is refused naming it.
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"state=failed&host=" + url.QueryEscape(f.targetHost), sorted(f.rejected)},
+		{"state=failed&id_prefix=" + f.hostile[:len(f.hostile)-4], []string{f.hostile}},
+		{"state=failed&since=" + url.QueryEscape(time.Now().Add(time.Hour).UTC().Format(time.RFC3339)), nil},
+		{"state=failed&until=" + url.QueryEscape(time.Now().Add(time.Hour).UTC().Format("2006-01-02T15:04")) + "&sort=updated", failed},
+		{"state=pending&sort=next_run", []string{f.later}},
+	} {
+		code, _, body := send(t, "GET", f.url+"/ui/jobs?"+c.query, testToken, "", nil)
+		if code != http.StatusOK {
+			t.Fatalf("/ui/jobs?%s: %d", c.query, code)
+		}
+		var got []string
+		for _, id := range append(append(append([]string{f.otherFailed, f.later}, f.rejected...), f.ok...), f.attention...) {
+			if strings.Contains(body, `href="/ui/jobs/`+id+`"`) {
+				got = append(got, id)
+			}
+		}
+		if slices.Sort(got); !slices.Equal(got, sorted(c.want)) {
+			t.Fatalf("/ui/jobs?%s lists %v, want %v", c.query, got, sorted(c.want))
+		}
+	}
+	for q, field := range map[string]string{"since=yesterday": "since", "state=failed&sort=next_run": "sort", "state=bogus": "state", "host=a%20b": "host", "limit=0": "limit"} {
+		code, _, body := send(t, "GET", f.url+"/ui/jobs?"+q, testToken, "", nil)
+		if code != http.StatusBadRequest || !strings.Contains(body, "invalid "+field) {
+			t.Errorf("/ui/jobs?%s: %d; want 400 naming %s in:\n%s", q, code, field, body[strings.Index(body, "<main"):])
+		}
+	}
 
 	// Open a job from the list: its timeline shows the attempt.
 	b.clickAway(`table.jobs tbody tr a`)
@@ -235,6 +269,10 @@ func testDashboard(t *testing.T, backend string) {
 	}
 	f.expectStates(t, map[store.State][]string{store.StateNeedsAttention: f.attention[1:]})
 
+	// Bulk retry, from the failed list: count first, then confirm;
+	// exactly the failed jobs at the target's host change.
+	testBulkRetry(t, f, b)
+
 	b.open(f.url, "/ui/hosts")
 	b.checkPage("hosts")
 	if hosts := b.text("main table"); !strings.Contains(hosts, f.targetHost) {
@@ -263,4 +301,68 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
+}
+
+// testBulkRetry retries the failed jobs of one host from the bulk page:
+// the count comes first and changes nothing; the confirmation changes
+// exactly the jobs counted, each with the note, and nothing else.
+func testBulkRetry(t *testing.T, f *fixture, b *browser) {
+	ctx := context.Background()
+	before := map[string]*api.Job{}
+	all, err := f.c.List(ctx, api.ListFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range all.Jobs {
+		before[j.ID] = j
+	}
+	b.open(f.url, "/ui/jobs?state=failed")
+	b.clickAway(`a[href^="/ui/bulk?"]`)
+	b.waitJS(`location.pathname === "/ui/bulk" && document.readyState === "complete"`)
+	if !eval[bool](b, `document.querySelector('input[name=action][value=retry]').checked`) {
+		t.Fatal("the bulk page from the failed list does not have retry picked")
+	}
+	note := "target fixed the 400s; retrying"
+	b.do(chromedp.SendKeys(chromedp.CSS(`form.bulk input[name=host]`), f.targetHost),
+		chromedp.SendKeys(chromedp.ID("bulk-note"), note))
+	b.checkPage("bulk")
+	b.shot("bulk")
+	b.clickAway(`form.bulk button[type=submit]`)
+	b.waitJS(`document.getElementById("matched") !== null`)
+	if n := eval[int](b, `+document.getElementById("matched").textContent`); n != len(f.rejected) {
+		t.Fatalf("the count shows %d jobs, want the %d failed at %s", n, len(f.rejected), f.targetHost)
+	}
+	f.expectStates(t, map[store.State][]string{store.StateFailed: append([]string{f.otherFailed}, f.rejected...)})
+	b.checkPage("bulk count")
+	b.shot("bulk-count")
+	b.clickAway(`form.confirm button[type=submit]`)
+	b.waitJS(`document.getElementById("changed") !== null`)
+	if n := eval[int](b, `+document.getElementById("changed").textContent`); n != len(f.rejected) {
+		t.Fatalf("the bulk retry reports %d changed, want %d", n, len(f.rejected))
+	}
+	if c := b.confirmations(); len(c) == 0 || !strings.Contains(c[len(c)-1], "retry every failed job") {
+		t.Fatalf("the bulk retry was not confirmed first: dialogs %q", c)
+	}
+	b.shot("bulk-done")
+	after, err := f.c.List(ctx, api.ListFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range after.Jobs {
+		old := before[j.ID]
+		if slices.Contains(f.rejected, j.ID) {
+			full, err := f.c.Get(ctx, j.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := full.History[len(full.History)-1]
+			if j.State != store.StatePending || last.Kind != store.EventManual || last.Note != note {
+				t.Fatalf("bulk-retried job %s: state %s, last event %+v", j.ID, j.State, last)
+			}
+			continue
+		}
+		if old == nil || old.State != j.State || !old.UpdatedAt.Equal(j.UpdatedAt) {
+			t.Fatalf("job %s changed in the bulk retry of other jobs: %+v then %+v", j.ID, old, j)
+		}
+	}
 }
