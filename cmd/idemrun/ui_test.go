@@ -72,12 +72,24 @@ func waitHTTP(t *testing.T, url, token string) string {
 	}
 }
 
-// idemrun ui serves the dashboard for a file no runner holds: with the
-// token a page shows the jobs, without it a browser is sent to the login
-// form; SIGTERM ends it with exit 0.
+// idemrun ui serves the dashboard for a file no runner holds and for a
+// Postgres database: with the token a page shows the jobs, without it a
+// browser is sent to the login form; SIGTERM ends it with exit 0.
 func TestUIServesTheDashboard(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	t.Run("bolt", func(t *testing.T) {
+		t.Parallel()
+		testUIServes(t, newEnv(t))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		e := pgEnv(t)
+		e.ok("migrate")
+		testUIServes(t, e)
+	})
+}
+
+func testUIServes(t *testing.T, e *env) {
 	tf, token := writeToken(t, e, 0o600)
 	out := strings.Fields(e.ok("enqueue", "--url", "http://127.0.0.1:9/pay", "--data", `{"a":1}`, "--run-at", "+10m").stdout)
 	id := out[len(out)-1]
