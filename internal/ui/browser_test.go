@@ -155,9 +155,19 @@ func (b *browser) open(base, path string) {
 // shot saves a full-page screenshot as PREFIX-NAME.png.
 func (b *browser) shot(name string) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	// A page just loaded may not be laid out yet on a loaded machine
+	// (the browser then refuses a screenshot of 0 width): try again.
+	var png []byte
+	var err error
+	for try := 0; try < 5; try++ {
+		ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+		png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		cancel()
+		if err == nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if err != nil {
 		b.t.Fatalf("screenshot %s: %v", name, err)
 	}

@@ -328,7 +328,7 @@ func testBulkRetry(t *testing.T, f *fixture, b *browser) {
 	b.checkPage("bulk")
 	b.shot("bulk")
 	b.clickAway(`form.bulk button[type=submit]`)
-	b.waitJS(`document.getElementById("matched") !== null`)
+	b.waitJS(`document.getElementById("matched") !== null && document.readyState === "complete"`)
 	if n := eval[int](b, `+document.getElementById("matched").textContent`); n != len(f.rejected) {
 		t.Fatalf("the count shows %d jobs, want the %d failed at %s", n, len(f.rejected), f.targetHost)
 	}
@@ -336,7 +336,7 @@ func testBulkRetry(t *testing.T, f *fixture, b *browser) {
 	b.checkPage("bulk count")
 	b.shot("bulk-count")
 	b.clickAway(`form.confirm button[type=submit]`)
-	b.waitJS(`document.getElementById("changed") !== null`)
+	b.waitJS(`document.getElementById("changed") !== null && document.readyState === "complete"`)
 	if n := eval[int](b, `+document.getElementById("changed").textContent`); n != len(f.rejected) {
 		t.Fatalf("the bulk retry reports %d changed, want %d", n, len(f.rejected))
 	}
