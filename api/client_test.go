@@ -240,7 +240,7 @@ func revEnq(t *testing.T, c *api.Client, runAt time.Time) *api.Job {
 	return r.Job
 }
 
-// docs/REFERENCE.md: "`next` absent on the last page"; store.ListPage.Next: "empty on the last one".
+// docs/admin-api.md: "`next` absent on the last page"; store.ListPage.Next: "empty on the last one".
 func TestListNoNextAfterExactlyFullFilteredPage(t *testing.T) {
 	c := revOpen(t)
 	for range 3 {
