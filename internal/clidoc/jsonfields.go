@@ -94,10 +94,10 @@ func structFields(dir, name string) ([]field, error) {
 func jsonFields(st *ast.StructType) []field {
 	var out []field
 	for _, f := range st.Fields.List {
-		tag := ""
+		tag, opts := "", ""
 		if f.Tag != nil {
 			s, _ := strconv.Unquote(f.Tag.Value)
-			tag, _, _ = strings.Cut(reflect.StructTag(s).Get("json"), ",")
+			tag, opts, _ = strings.Cut(reflect.StructTag(s).Get("json"), ",")
 		}
 		if tag == "-" || len(f.Names) == 0 {
 			continue
@@ -107,6 +107,9 @@ func jsonFields(st *ast.StructType) []field {
 			doc = f.Comment.Text()
 		}
 		doc = strings.ReplaceAll(strings.Join(strings.Fields(doc), " "), "|", `\|`)
+		if strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
+			doc = strings.TrimSpace(doc + " (Left out when empty.)")
+		}
 		for _, n := range f.Names {
 			if !n.IsExported() {
 				continue
