@@ -9,7 +9,8 @@ import (
 )
 
 // The routes of host policies: GET /v1/hosts lists every host with a
-// policy or waiting jobs; PUT /v1/hosts/{host} changes the limits its
+// policy, waiting jobs or recent traffic (api.HostStatus, the runner's
+// figures included); PUT /v1/hosts/{host} changes the limits its
 // body gives (adminwire.HostSet); DELETE /v1/hosts/{host} deletes the
 // policy (204); POST /v1/hosts/{host}/pause and /resume take an
 // optional {"actor", "note"}. Each answers the policy as stored.

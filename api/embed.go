@@ -59,5 +59,6 @@ func (c *Client) NewRunner(cfg runner.Config) (*runner.Runner, error) {
 	}
 	r := runner.New(c.st, cfg)
 	c.SetNotify(r.Notify)
+	c.traffic = r.Traffic
 	return r, nil
 }

@@ -23,6 +23,9 @@ func exampleRunner() runner.Config {
 		PollInterval:  10 * time.Millisecond,
 		StartupSpread: time.Millisecond,
 		QuietPeriod:   10 * time.Millisecond,
+		// The examples' targets show a create at once: "not found" needs
+		// no settle window.
+		Settle:        -1,
 		Backoff:       runner.Backoff{Base: 10 * time.Millisecond, Cap: 50 * time.Millisecond},
 		StatusBackoff: runner.Backoff{Base: 10 * time.Millisecond, Cap: 50 * time.Millisecond},
 	}

@@ -9,9 +9,8 @@ import (
 )
 
 // HostStatus is one host as `idemrun host list` shows it: its own
-// policy, if any, and the jobs waiting for it. What only a runner knows
-// (requests in flight, recent rates and errors, the breaker) is not
-// here.
+// policy, if any, the jobs waiting for it, and what the runners saw of it
+// lately.
 type HostStatus struct {
 	Host string `json:"host"`
 	// Policy is the host's own policy; nil when it has none and the
@@ -26,14 +25,25 @@ type HostStatus struct {
 	// Partial is set when the counts stopped at MaxHostScan jobs of a
 	// state: they are then at least these.
 	Partial bool `json:"partial,omitempty"`
+	// Traffic is what the live runners saw of the host over the last
+	// store.TrafficWindow, summed: sends in flight, the send rate, 429s,
+	// 5xx and timeouts, the breaker. Nil when no runner reports the host.
+	// A bbolt file's runner reports through its admin socket; Postgres
+	// runners publish theirs at each heartbeat of their lease, so the
+	// figures there are up to a third of the lease's TTL old.
+	Traffic *HostTraffic `json:"traffic,omitempty"`
 }
+
+// HostTraffic is what runners saw of one host lately (see
+// store.HostTraffic).
+type HostTraffic = store.HostTraffic
 
 // MaxHostScan bounds the jobs of each state Hosts reads to count them on
 // a backend that cannot count per host itself (store.HostCounter).
 const MaxHostScan = 100000
 
-// Hosts returns every host with a policy of its own or jobs waiting for
-// it, ordered by host ("*" first).
+// Hosts returns every host with a policy of its own, jobs waiting for it
+// or recent traffic, ordered by host ("*" first).
 func (c *Client) Hosts(ctx context.Context) ([]HostStatus, error) {
 	if c.rem != nil {
 		return c.rem.hosts(ctx)
@@ -67,6 +77,13 @@ func (c *Client) Hosts(ctx context.Context) ([]HostStatus, error) {
 	for _, n := range counts {
 		s := at(n.Host)
 		s.Pending, s.Unknown, s.Due = n.Pending, n.Unknown, n.Due
+	}
+	traffic, err := c.hostTraffic(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range traffic {
+		at(traffic[i].Host).Traffic = &traffic[i]
 	}
 	slices.SortFunc(out, func(a, b *HostStatus) int { return strings.Compare(a.Host, b.Host) })
 	res := make([]HostStatus, len(out))
@@ -126,4 +143,17 @@ func (c *Client) hostCounts(ctx context.Context) ([]store.HostCount, bool, error
 	}
 	slices.SortFunc(out, func(a, b store.HostCount) int { return strings.Compare(a.Host, b.Host) })
 	return out, partial, nil
+}
+
+// hostTraffic is the runners' recent figures of each host: from the
+// store's board when runners share it (store.TrafficBoard), else from the
+// runner embedded in this process, if any.
+func (c *Client) hostTraffic(ctx context.Context) ([]store.HostTraffic, error) {
+	if b, ok := c.st.(store.TrafficBoard); ok {
+		return b.Traffic(ctx, c.opts.Now())
+	}
+	if c.traffic != nil {
+		return c.traffic(), nil
+	}
+	return nil, nil
 }

@@ -85,6 +85,9 @@ type Client struct {
 	// notify, when set by a runner embedded in this process, wakes it after
 	// an enqueue.
 	notify func()
+	// traffic, when a runner embedded in this process set it, returns its
+	// figures of the hosts it sends to (Hosts).
+	traffic func() []store.HostTraffic
 	// lastTemplate is the status URL template parsed last (see template).
 	lastTemplate atomic.Pointer[statusquery.Template]
 	// changes wakes Wait after a write of this process.

@@ -1,6 +1,10 @@
 package runner
 
-import "time"
+import (
+	"time"
+
+	"github.com/idemrun/idemrun/store"
+)
 
 // breakerState is where a host's circuit breaker is.
 type breakerState int
@@ -17,11 +21,11 @@ const (
 func (s breakerState) String() string {
 	switch s {
 	case breakerOpen:
-		return "open"
+		return store.BreakerOpen
 	case breakerHalfOpen:
-		return "half_open"
+		return store.BreakerHalfOpen
 	}
-	return "closed"
+	return store.BreakerClosed
 }
 
 // breaker opens after a run of failed sends to a host (timeouts, refused

@@ -71,6 +71,13 @@ type Config struct {
 	// QuietPeriod is how long an unknown job waits before its first status
 	// query (the original may still be processing). Defaults to 2 seconds.
 	QuietPeriod time.Duration
+	// Settle is the settle window of a host whose own policy and the
+	// default policy (store.DefaultHost) set none: a status answer of
+	// "not found" leads to a replay only once it was given at least
+	// Settle after the attempt started. It does not apply to a job whose
+	// replays are safe (a key TTL, a safe method, ReplaySafe). Defaults
+	// to DefaultSettle; negative for none.
+	Settle time.Duration
 	// StatusBudget is the most status queries per unknown episode.
 	// Defaults to 20.
 	StatusBudget int
@@ -257,6 +264,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.QuietPeriod <= 0 {
 		c.QuietPeriod = DefaultQuietPeriod
+	}
+	if c.Settle == 0 {
+		c.Settle = DefaultSettle
 	}
 	if c.StatusBudget <= 0 {
 		c.StatusBudget = DefaultStatusBudget

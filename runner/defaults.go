@@ -12,6 +12,7 @@ const (
 	DefaultStatusBackoffBase  = time.Second
 	DefaultRetryAfterCap      = 5 * time.Minute
 	DefaultQuietPeriod        = 2 * time.Second
+	DefaultSettle             = 30 * time.Second
 	DefaultStatusBudget       = 20
 	DefaultStatusGrace        = time.Hour
 	DefaultKeyTTLMargin       = time.Minute

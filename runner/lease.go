@@ -87,6 +87,7 @@ func (r *Runner) register(ctx context.Context) (stop func(), err error) {
 				continue
 			}
 			r.renewedAt.Store(now.UnixNano())
+			r.publishTraffic(now)
 			if r.stale.Swap(false) {
 				r.cfg.Logger.Info("runner lease renewed; claiming goes on", "runner", r.cfg.ID)
 				r.Notify()

@@ -208,6 +208,7 @@ func testConfig(t *testing.T) runner.Config {
 		Backoff:       runner.Backoff{Base: time.Millisecond, Cap: 5 * time.Millisecond},
 		StatusBackoff: runner.Backoff{Base: time.Millisecond, Cap: 5 * time.Millisecond},
 		QuietPeriod:   10 * time.Millisecond,
+		Settle:        -1, // no window: the tests' targets show every create at once
 		StartupSpread: time.Millisecond,
 		PollInterval:  20 * time.Millisecond,
 		ShutdownGrace: 200 * time.Millisecond,

@@ -135,6 +135,7 @@ func runJob(t *testing.T, d Doer, j *store.Job, mod ...func(*Config)) *store.Job
 		Backoff:       Backoff{Base: time.Millisecond, Cap: 5 * time.Millisecond},
 		StatusBackoff: Backoff{Base: time.Millisecond, Cap: 5 * time.Millisecond},
 		QuietPeriod:   10 * time.Millisecond, StartupSpread: time.Millisecond,
+		Settle:       -1, // no window: the test targets show every create at once
 		PollInterval: 20 * time.Millisecond, ShutdownGrace: 200 * time.Millisecond, Rand: NewRand(1)}
 	for _, m := range mod {
 		m(&cfg)

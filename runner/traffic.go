@@ -71,6 +71,7 @@ type hostState struct {
 	sends, waits uint64
 	n429, n5xx   uint64
 	failures     uint64
+	recent       recent // the same, over the last store.TrafficWindow
 }
 
 func newTraffic(cfg trafficConfig, s any, now func() time.Time, log *slog.Logger) *traffic {
@@ -286,6 +287,7 @@ func (t *traffic) admit(host string) bool {
 	}
 	h.inflight++
 	h.sends++
+	h.recent.add(now, figSend)
 	if h.inflight >= t.concurrency(h, t.policy(host)) || h.lim != nil {
 		t.dirty = true
 	}
@@ -327,8 +329,10 @@ func (t *traffic) observe(host string, o sendOutcome, status int, ra time.Durati
 	switch {
 	case status == 429:
 		h.n429++
+		h.recent.add(now, fig429)
 	case status >= 500:
 		h.n5xx++
+		h.recent.add(now, fig5xx)
 	}
 	switch o {
 	case outcomeAnswered:
@@ -345,6 +349,7 @@ func (t *traffic) observe(host string, o sendOutcome, status int, ra time.Durati
 		}
 	case outcomeFailed:
 		h.failures++
+		h.recent.add(now, figFailed)
 		h.limit = min(h.limit, t.startLimit())
 		// A host that answered in the last second is failing some sends,
 		// not down: it keeps its breaker closed (a failed probe still
@@ -528,38 +533,12 @@ func (a *admissions) aligned(claims []*store.Claim) bool {
 func (t *traffic) take(host string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	h := t.host(host, t.now())
+	now := t.now()
+	h := t.host(host, now)
 	h.inflight++
 	h.sends++
+	h.recent.add(now, figSend)
 	t.dirty = true
-}
-
-// HostFigures is what a runner knows of one host, for metrics and
-// listings.
-type HostFigures struct {
-	Host                  string
-	InFlight              int
-	Sends, TooMany, Fails uint64
-	ServerErrors          uint64
-	// TokenWaits counts the jobs left due for want of a token.
-	TokenWaits uint64
-	Breaker    string
-	Throttled  bool
-	Rate       float64 // the rate applied now, 0 for none
-}
-
-// HostFigures returns the runner's figures of every host it has sent to
-// lately.
-func (r *Runner) HostFigures() []HostFigures {
-	t := r.traffic
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]HostFigures, 0, len(t.state))
-	for host, h := range t.state {
-		out = append(out, HostFigures{Host: host, InFlight: h.inflight, Sends: h.sends, TooMany: h.n429, ServerErrors: h.n5xx, TokenWaits: h.waits,
-			Fails: h.failures, Breaker: h.breaker.state.String(), Throttled: h.throttle.rate > 0, Rate: h.limRate})
-	}
-	return out
 }
 
 // observeSend tells traffic what an attempt's send showed of its host and

@@ -322,6 +322,9 @@ func TestTrafficLaggingStatus(t *testing.T) {
 				}))
 			}
 			cfg := scenarioConfig(t)
+			if settle == 0 {
+				cfg.Settle = -1 // not even the default window
+			}
 			// Every create times out here by design: isolation would slow
 			// the test down, and settling is what it is about.
 			cfg.HostShare, cfg.BreakerFailures = 1, 1000

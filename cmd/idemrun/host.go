@@ -198,6 +198,9 @@ type hostJSON struct {
 	Due     int64       `json:"due"`
 	// CountsPartial: the counts stopped at api.MaxHostScan jobs a state.
 	CountsPartial bool `json:"counts_partial,omitempty"`
+	// Traffic is what the live runners saw of the host lately (null when
+	// none reports it).
+	Traffic *api.HostTraffic `json:"traffic"`
 }
 
 // policyJSON is a host's own policy as `host list --json` prints it:
@@ -232,7 +235,7 @@ func policyOf(p *api.HostPolicy) *policyJSON {
 
 func (m *Main) hostList(ctx context.Context, args []string) error {
 	fs, db := m.flags("host list", "[--json]")
-	asJSON := fs.Bool("json", false, "print an array of hosts, each with its own policy (or null) and its waiting jobs")
+	asJSON := fs.Bool("json", false, "print an array of hosts, each with its own policy (or null), its waiting jobs and its recent traffic (or null)")
 	if err := m.parse(fs, args); err != nil {
 		return err
 	}
@@ -258,7 +261,7 @@ func (m *Main) hostList(ctx context.Context, args []string) error {
 	if *asJSON {
 		out := make([]hostJSON, len(hs))
 		for i, h := range hs {
-			out[i] = hostJSON{Host: h.Host, Policy: policyOf(h.Policy), Pending: h.Pending, Unknown: h.Unknown, Due: h.Due, CountsPartial: h.Partial}
+			out[i] = hostJSON{Host: h.Host, Policy: policyOf(h.Policy), Pending: h.Pending, Unknown: h.Unknown, Due: h.Due, CountsPartial: h.Partial, Traffic: h.Traffic}
 		}
 		return m.printJSON(out)
 	}
@@ -269,9 +272,6 @@ func (m *Main) hostList(ctx context.Context, args []string) error {
 		}
 	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', 0)
-	// The runner's live figures (in flight, send rate, 429s, 5xx,
-	// timeouts, breaker) are not in the store: "-" until runners publish
-	// them.
 	fmt.Fprintln(tw, "HOST\tPOLICY\tRATE\tBURST\tCONC\tSETTLE\tPAUSED\tPENDING\tUNKNOWN\tDUE\tIN-FLIGHT\tSEND-RATE\t429\t5XX\tTIMEOUTS\tBREAKER\tNOTE")
 	for _, h := range hs {
 		p, which := h.Policy, "own"
@@ -285,11 +285,23 @@ func (m *Main) hostList(ctx context.Context, args []string) error {
 		if p.Paused {
 			paused = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			printable(h.Host), which, rateText(p.Rate), countText(p.Burst), countText(p.Concurrency), settleText(p.Settle), paused,
-			jobCount(h.Pending, h.Partial), jobCount(h.Unknown, h.Partial), jobCount(h.Due, h.Partial), trunc(printable(p.Note), 60))
+			jobCount(h.Pending, h.Partial), jobCount(h.Unknown, h.Partial), jobCount(h.Due, h.Partial), trafficText(h.Traffic), trunc(printable(p.Note), 60))
 	}
 	return tw.Flush()
+}
+
+// trafficText is the IN-FLIGHT to BREAKER columns of host list.
+func trafficText(t *api.HostTraffic) string {
+	if t == nil {
+		return "-\t-\t-\t-\t-\t-"
+	}
+	breaker := t.Breaker
+	if t.Throttled {
+		breaker += ",throttled"
+	}
+	return fmt.Sprintf("%d\t%s/s\t%d\t%d\t%d\t%s", t.InFlight, strconv.FormatFloat(t.SendRate, 'f', 1, 64), t.TooMany, t.ServerErrors, t.Timeouts, breaker)
 }
 
 func rateText(r float64) string {

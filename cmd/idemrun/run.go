@@ -37,6 +37,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	quiet := fs.Duration("quiet-period", runner.DefaultQuietPeriod, "wait before the first status query of an unknown job")
+	settle := fs.Duration("settle", runner.DefaultSettle, "settle window of hosts whose policy and * set none (idemrun host set --settle): a status \"not found\" leads to a replay only this long after the attempt started; 0 for none")
 	backoffBase := fs.Duration("backoff-base", runner.DefaultBackoffBase, "full-jitter backoff base")
 	backoffCap := fs.Duration("backoff-cap", runner.DefaultBackoffCap, "full-jitter backoff cap")
 	statusBackoffBase := fs.Duration("status-backoff-base", runner.DefaultStatusBackoffBase, "backoff base between status queries")
@@ -79,6 +80,9 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	tlsConfig, err := loadTLSFlags(*caFile, *clientCert, *clientKey)
 	if err != nil {
 		return err
+	}
+	if *settle < 0 || *settle > api.MaxHostSettle {
+		return &api.InvalidError{Field: "settle", Value: settle.String(), Accepted: api.SettleAccepted}
 	}
 	if *statusBudget < 1 || *statusBudget > 10000 {
 		return &api.InvalidError{Field: "status-budget", Value: fmt.Sprint(*statusBudget), Accepted: "an integer from 1 to 10000"}
@@ -160,6 +164,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		Backoff:         runner.Backoff{Base: *backoffBase, Cap: *backoffCap},
 		StatusBackoff:   runner.Backoff{Base: *statusBackoffBase, Cap: max(*backoffCap, *statusBackoffBase)},
 		QuietPeriod:     *quiet,
+		Settle:          runSettle(*settle),
 		LeaseTTL:        *leaseTTL,
 		StatusBudget:    *statusBudget,
 		RetryAfterCap:   *retryAfterCap,
@@ -416,4 +421,12 @@ func loadTLSFlags(caFile, certFile, keyFile string) (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{pair}
 	}
 	return cfg, nil
+}
+
+// runSettle is Config.Settle for --settle: 0 means none.
+func runSettle(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -253,7 +253,7 @@ func (s *pgScratch) drop() error {
 // truncate empties the bench's tables between phases.
 func (s *pgScratch) truncate(ctx context.Context) error {
 	q := func(t string) string { return pgx.Identifier{s.schema, t}.Sanitize() }
-	_, err := s.pool.Exec(ctx, `TRUNCATE `+q("jobs")+`, `+q("key_tombs")+`, `+q("runners"))
+	_, err := s.pool.Exec(ctx, `TRUNCATE `+q("jobs")+`, `+q("key_tombs")+`, `+q("runners")+`, `+q("host_traffic"))
 	return err
 }
 

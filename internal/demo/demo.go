@@ -267,6 +267,9 @@ func (c *Config) runnerArgs() []string {
 		"--quiet-period", "300ms", "--backoff-base", "20ms", "--backoff-cap", "400ms",
 		"--status-backoff-base", "100ms", "--status-timeout", "700ms", "--status-budget", "40",
 		"--startup-spread", "100ms", "--poll-interval", "100ms", "--shutdown-grace", "2s",
+		// The fake target's status endpoint shows a create in progress
+		// ("processing"), so "not found" needs no settle window.
+		"--settle", "0s",
 		"--retention", "0", "--log-level", "warn"}
 }
 

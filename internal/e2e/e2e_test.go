@@ -55,12 +55,15 @@ func openClient(t *testing.T) *api.Client {
 }
 
 // baseConfig is the runner configuration of these tests: short quiet
-// period, fast backoffs, deterministic jitter, and an HTTP checker with a
+// period, no settle window, fast backoffs, deterministic jitter, and an HTTP checker with a
 // 300 ms timeout.
 func baseConfig() runner.Config {
 	return runner.Config{
-		UntilIdle:     true,
-		QuietPeriod:   50 * time.Millisecond,
+		UntilIdle:   true,
+		QuietPeriod: 50 * time.Millisecond,
+		// The fake target's status endpoint shows a create in progress
+		// ("processing"): "not found" needs no settle window.
+		Settle:        -1,
 		Backoff:       runner.Backoff{Base: 5 * time.Millisecond, Cap: 50 * time.Millisecond},
 		StatusBackoff: runner.Backoff{Base: 20 * time.Millisecond, Cap: 200 * time.Millisecond},
 		StartupSpread: time.Millisecond,

@@ -78,7 +78,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, f Faults) {
 			s.decidedOne()
 		}
 	}()
-	s.count(func(c *Counters) { c.Posts++ })
+	s.arrived()
 	if !s.pause(r.Context(), f.Latency) {
 		panic(http.ErrAbortHandler)
 	}
@@ -104,6 +104,12 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, f Faults) {
 	}
 	s.record(key, body, r.Header.Clone())
 
+	if f.RateLimit > 0 && !s.underLimit(f.RateLimit) {
+		s.count(func(c *Counters) { c.Faults.RateLimited429++ })
+		w.Header().Set("Retry-After", f.RetryAfter)
+		writeError(w, http.StatusTooManyRequests, "rate limit exceeded")
+		return
+	}
 	if s.roll(f.Busy503) {
 		s.count(func(c *Counters) { c.Faults.Busy503++ })
 		w.Header().Set("Retry-After", f.RetryAfter)
@@ -223,7 +229,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, f Faults, escape
 		s.counters.StatusDuplicate++
 	case len(ps) == 1:
 		s.counters.StatusFound++
-	case inFlight > 0:
+	case inFlight > 0 && !f.HideInProgress:
 		s.counters.StatusProcessing++
 	default:
 		s.counters.StatusNotFound++
@@ -238,7 +244,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, f Faults, escape
 		}{ps})
 	case len(ps) == 1:
 		writeJSON(w, http.StatusOK, ps[0])
-	case inFlight > 0:
+	case inFlight > 0 && !f.HideInProgress:
 		writeJSON(w, http.StatusOK, map[string]string{"status": "processing", "key": key})
 	default:
 		writeError(w, http.StatusNotFound, "not found")

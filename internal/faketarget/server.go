@@ -80,6 +80,15 @@ type Faults struct {
 	// Latency is added before handling every request, on every endpoint.
 	// Defaults to 0 (none).
 	Latency time.Duration
+	// RateLimit, above 0, is the most creates the target takes in any
+	// one second: a POST over it is answered 429 with Retry-After before
+	// anything is committed. Defaults to 0 (no limit).
+	RateLimit int
+	// HideInProgress makes the status endpoint answer 404 for a create
+	// still in progress (see SlowCommit) instead of "processing", as a
+	// status endpoint that lags the writes does (a read replica, a search
+	// index, a queue in front of the writer).
+	HideInProgress bool
 }
 
 func (f Faults) withDefaults() Faults {
@@ -126,6 +135,7 @@ type Server struct {
 	rng    *rand.Rand
 
 	mu       sync.Mutex
+	posts    postTimes
 	closed   bool
 	closing  chan struct{} // closed when Close starts
 	changed  chan struct{} // closed and replaced on every change of the truth

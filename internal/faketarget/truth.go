@@ -44,6 +44,8 @@ type FaultCounts struct {
 	// DropBeforeHandling counts connections dropped before the body was
 	// read.
 	DropBeforeHandling int `json:"drop_before_handling"`
+	// RateLimited429 counts POSTs answered 429 for being over RateLimit.
+	RateLimited429 int `json:"rate_limited_429"`
 	// FlakyStatus503 counts status queries answered 503 by the FlakyStatus
 	// fault.
 	FlakyStatus503 int `json:"flaky_status_503"`

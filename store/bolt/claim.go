@@ -135,20 +135,14 @@ func (db *DB) prepareClaims(ctx context.Context, req store.ClaimRequest) ([]cand
 		prefix := stateByte[s]
 		bound := dueBound(s, req.Now)
 		f := newHostFilter(req.SkipHosts, req.Admit)
-		passed := 0 // entries passed over for their host
-		c := b.index.Cursor()
-		for k, v := c.Seek([]byte{prefix}); k != nil && k[0] == prefix && len(cands) < req.Limit && passed < claimScan; k, v = c.Next() {
-			if bytes.Compare(k[:9], bound) > 0 {
-				break
-			}
-			if h, ok := entryHost(v); ok && f != nil && f.skips(h) {
-				passed++
-				continue
-			}
+		var ferr error
+		// consider makes the entry k, v a candidate if it may be claimed,
+		// and reports whether the claim goes on.
+		consider := func(k, v []byte) bool {
 			id := append([]byte(nil), k[9:]...)
 			sid := uuid.UUID(id).String()
 			if !db.mark(sid) {
-				continue
+				return true
 			}
 			cur = sid
 			rv := b.jobs.Get(id)
@@ -159,7 +153,7 @@ func (db *DB) prepareClaims(ctx context.Context, req store.ClaimRequest) ([]cand
 			if j == nil {
 				db.claiming.Delete(sid)
 				cur = ""
-				continue // a damaged index entry or record must not stop the other jobs; Check reports it
+				return true // a damaged index entry or record must not stop the other jobs; Check reports it
 			}
 			var host []byte
 			if f != nil {
@@ -168,8 +162,7 @@ func (db *DB) prepareClaims(ctx context.Context, req store.ClaimRequest) ([]cand
 				if (!tagged && f.skips(host)) || !f.admits(host) {
 					db.claiming.Delete(sid)
 					cur = ""
-					passed++
-					continue
+					return true
 				}
 			}
 			var ival []byte
@@ -184,12 +177,37 @@ func (db *DB) prepareClaims(ctx context.Context, req store.ClaimRequest) ([]cand
 			if err != nil {
 				db.claiming.Delete(sid)
 				cur = ""
-				return err
+				ferr = err
+				return false
 			}
 			cands = append(cands, candidate{id: id, old: append([]byte(nil), rv...), rec: rec, ival: ival, sid: sid, job: j})
 			cur = ""
+			return len(cands) < req.Limit
 		}
-		return nil
+		passed := 0 // entries passed over for their host
+		c := b.index.Cursor()
+		for k, v := c.Seek([]byte{prefix}); k != nil && k[0] == prefix && len(cands) < req.Limit; k, v = c.Next() {
+			if bytes.Compare(k[:9], bound) > 0 {
+				break
+			}
+			h, tagged := entryHost(v)
+			if f != nil && tagged && f.skips(h) {
+				passed++
+				if passed >= byHostAfter && b.hostdue != nil {
+					// Mostly jobs of hosts passed over so far: the rest is
+					// found host by host, those hosts' entries unread.
+					if err := dueByHost(b, prefix, k, bound, f.skips, consider); err != nil {
+						return err
+					}
+					return ferr
+				}
+				continue
+			}
+			if !consider(k, v) {
+				break
+			}
+		}
+		return ferr
 	})
 	return cands, err
 }

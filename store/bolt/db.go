@@ -23,7 +23,7 @@ import (
 
 // SchemaVersion is the layout version this package writes into the meta
 // bucket. A file with a newer version is refused.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 var (
 	bucketMeta  = []byte("meta")
@@ -263,6 +263,7 @@ func Open(path string, opts *Options) (*DB, error) {
 
 // init checks the file's meta bucket, or lays out a new file.
 func (db *DB) init() error {
+	var schema uint32 // the file's, when it has one
 	check := func(tx *bbolt.Tx) (fresh bool, err error) {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
@@ -288,6 +289,7 @@ func (db *DB) init() error {
 				return false, fileErr(db.path, FileDamaged, fmt.Errorf("%w: %s lacks bucket %q: the file is damaged", ErrNotDatabase, db.path, b))
 			}
 		}
+		schema = binary.BigEndian.Uint32(v)
 		return false, nil
 	}
 	var fresh bool
@@ -296,8 +298,14 @@ func (db *DB) init() error {
 		fresh, err = check(tx)
 		return err
 	})
-	if err != nil || !fresh {
+	if err != nil {
 		return err
+	}
+	if !fresh {
+		if schema < 2 && !db.opts.ReadOnly {
+			return db.upgrade()
+		}
+		return nil
 	}
 	// The tree bbolt opened holds nothing. That is a new file, or one
 	// whose first idemrun commit never landed (no job is committed
@@ -329,12 +337,25 @@ func (db *DB) init() error {
 		if err := meta.Put(metaApp, appName); err != nil {
 			return err
 		}
-		for _, b := range [][]byte{bucketJobs, bucketKeys, bucketIndex} {
+		for _, b := range [][]byte{bucketJobs, bucketKeys, bucketIndex, bucketHostDue} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
 		return nil
+	})
+}
+
+// upgrade brings a schema 1 file to schema 2: it builds the index by host
+// (bucketHostDue) and records the schema, in one transaction.
+func (db *DB) upgrade() error {
+	return db.update(func(tx *bbolt.Tx) error {
+		if err := buildHostDue(tx); err != nil {
+			return err
+		}
+		v := make([]byte, 4)
+		binary.BigEndian.PutUint32(v, SchemaVersion)
+		return tx.Bucket(bucketMeta).Put(metaSchema, v)
 	})
 }
 

@@ -2,11 +2,11 @@ package bolt
 
 import "github.com/idemrun/idemrun/store"
 
-// claimScan bounds the due entries one ClaimDue passes over for their
-// host (skipped, or refused by Admit) before it returns what it has: the
-// entries of a skipped host cost a comparison each, not a record read,
-// but a call must end.
-const claimScan = 4096
+// byHostAfter is how many due entries of hosts it passes over a claim
+// reads in index order before it goes on host by host (dueByHost): in
+// the usual claim few are passed over, and reading on is cheaper than a
+// seek per host.
+const byHostAfter = 256
 
 // hostFilter is what a claim passes over by host: the request's
 // SkipHosts, and the hosts its Admit refused earlier in the same call

@@ -177,31 +177,80 @@ func TestFinishClaimNextHostFilter(t *testing.T) {
 	}
 }
 
-// A call passes over at most ClaimScan entries for their host, then
-// returns what it has.
-func TestClaimDueScanBound(t *testing.T) {
+// However many due jobs of passed-over hosts come first (a paused host's,
+// one Admit refuses), a claim finds the other hosts' jobs behind them,
+// oldest first, and leaves the others due; Check finds the index by host
+// in step with the index after every change.
+func TestClaimDueBehindPassedHosts(t *testing.T) {
 	db, _ := newDB(t, nil)
 	now := storetest.T0()
-	jobs := make([]*store.Job, bolt.ClaimScan+10)
-	for i := range jobs {
-		j := storetest.NewJob(fmt.Sprintf("k%d", i), now.Add(time.Duration(i)*time.Microsecond))
-		j.Request.URL = "http://busy.example/x"
-		if i >= bolt.ClaimScan {
-			j.Request.URL = "http://other.example/x"
+	const ahead = 10000
+	jobs := make([]*store.Job, 0, ahead+30)
+	for i := range ahead {
+		j := storetest.NewJob(fmt.Sprintf("p%d", i), now.Add(time.Duration(i)*time.Microsecond))
+		j.Request.URL = "http://paused.example/x"
+		if i%2 == 1 {
+			j.Request.URL = "http://full.example/x"
 		}
-		jobs[i] = j
+		jobs = append(jobs, j)
+	}
+	var want []string
+	for i := range 30 {
+		j := storetest.NewJob(fmt.Sprintf("o%d", i), now.Add(time.Duration(ahead+i)*time.Microsecond))
+		j.Request.URL = fmt.Sprintf("http://other%d.example/x", i%3)
+		jobs = append(jobs, j)
+		want = append(want, j.ID)
 	}
 	if _, err := db.EnqueueMany(ctx, jobs); err != nil {
 		t.Fatal(err)
 	}
-	req := store.ClaimRequest{State: store.StatePending, Now: now.Add(time.Second), Limit: 5, SkipHosts: []string{"busy.example"}}
-	if cs, err := db.ClaimDue(ctx, req); err != nil || len(cs) != 0 {
-		t.Errorf("behind ClaimScan skipped entries: %d claims, %v; want none", len(cs), err)
+	admit := func(h string) bool { return h != "full.example" }
+	req := store.ClaimRequest{State: store.StatePending, Now: now.Add(time.Second), Limit: 20, SkipHosts: []string{"paused.example"}, Admit: admit}
+	var got []string
+	for len(got) < 30 {
+		cs, err := db.ClaimDue(ctx, req)
+		if err != nil || len(cs) == 0 {
+			t.Fatalf("after %d of the 30 jobs behind %d passed over: %d claims, %v", len(got), ahead, len(cs), err)
+		}
+		for _, c := range cs {
+			got = append(got, c.Job.ID)
+		}
 	}
-	if _, err := db.Cancel(ctx, jobs[0].ID, now, "test", ""); err != nil {
+	if !slices.Equal(got, want) {
+		t.Errorf("claimed %d jobs out of their due order, or others", len(got))
+	}
+	st, err := db.Stats()
+	if err != nil || st[store.StatePending] != ahead || st[store.StateRunning] != 30 {
+		t.Errorf("Stats = %v, %v; want the %d passed over pending, 30 running", st, err, ahead)
+	}
+	if rep, err := db.Check(); err != nil || !rep.OK() {
+		t.Errorf("Check = %+v, %v", rep.Problems, err)
+	}
+	// Resumed, the paused host's jobs are claimed oldest first.
+	cs, err := db.ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now.Add(time.Second), Limit: 3, Admit: admit})
+	if err != nil || len(cs) != 3 || cs[0].Job.ID != jobs[0].ID || cs[1].Job.ID != jobs[2].ID {
+		t.Errorf("after the resume: %v, %v; want the paused host's first jobs", claimedHosts(cs), err)
+	}
+}
+
+// A file of schema 1, without the index by host, gets it when opened for
+// writing; its entries then match the index.
+func TestHostDueBuiltOnUpgrade(t *testing.T) {
+	db, path := newDB(t, nil)
+	now := storetest.T0()
+	hostJobs(t, db, "a.example", 5, now)
+	hostJobs(t, db, "b.example", 5, now)
+	if err := bolt.MakeSchema1(db); err != nil {
 		t.Fatal(err)
 	}
-	if cs, err := db.ClaimDue(ctx, req); err != nil || len(cs) != 5 {
-		t.Errorf("with fewer skipped entries ahead: %d claims, %v; want 5", len(cs), err)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openAt(t, path, nil)
+	if rep, err := db.Check(); err != nil || !rep.OK() {
+		t.Errorf("Check after the upgrade = %+v, %v", rep.Problems, err)
+	}
+	if n, err := bolt.HostDueLen(db); err != nil || n != 10 {
+		t.Errorf("the index by host holds %d entries (%v), want 10", n, err)
 	}
 }

@@ -17,6 +17,9 @@ import (
 // buckets groups the buckets of one transaction.
 type buckets struct {
 	meta, jobs, keys, index *bbolt.Bucket
+	// hostdue is the index by host (bucketHostDue); nil in a schema 1
+	// file opened read-only.
+	hostdue *bbolt.Bucket
 	// counts, in the writer's transactions, collects counter changes by
 	// state byte; runBatch writes them once per transaction instead of
 	// twice per state change.
@@ -50,10 +53,11 @@ func (db *DB) writeBuckets(tx *bbolt.Tx) buckets {
 
 func bucketsOf(tx *bbolt.Tx) buckets {
 	return buckets{
-		meta:  tx.Bucket(bucketMeta),
-		jobs:  tx.Bucket(bucketJobs),
-		keys:  tx.Bucket(bucketKeys),
-		index: tx.Bucket(bucketIndex),
+		meta:    tx.Bucket(bucketMeta),
+		jobs:    tx.Bucket(bucketJobs),
+		keys:    tx.Bucket(bucketKeys),
+		index:   tx.Bucket(bucketIndex),
+		hostdue: tx.Bucket(bucketHostDue),
 	}
 }
 
@@ -104,7 +108,11 @@ func (b buckets) insert(j *store.Job, rec, ival []byte) error {
 	if err := fatal(b.keys.Put([]byte(j.Key), id)); err != nil {
 		return err
 	}
-	if err := fatal(b.index.Put(h.indexKey(id), ival)); err != nil {
+	ik := h.indexKey(id)
+	if err := fatal(b.index.Put(ik, ival)); err != nil {
+		return err
+	}
+	if err := b.putHostDue(ik, ival); err != nil {
 		return err
 	}
 	return b.addCount(byteState[h.state], 1)
@@ -134,10 +142,19 @@ func (b buckets) replaceRaw(id []byte, oh head, rec, ival []byte) error {
 		return err
 	}
 	if oh.state != nh.state || oh.itime != nh.itime {
-		if err := fatal(b.index.Delete(oh.indexKey(id))); err != nil {
+		ok, nk := oh.indexKey(id), nh.indexKey(id)
+		if b.hostdue != nil {
+			if err := b.deleteHostDue(ok, b.index.Get(ok)); err != nil {
+				return err
+			}
+		}
+		if err := fatal(b.index.Delete(ok)); err != nil {
 			return err
 		}
-		if err := fatal(b.index.Put(nh.indexKey(id), ival)); err != nil {
+		if err := fatal(b.index.Put(nk, ival)); err != nil {
+			return err
+		}
+		if err := b.putHostDue(nk, ival); err != nil {
 			return err
 		}
 	}
@@ -161,7 +178,13 @@ func (b buckets) remove(j *store.Job) error {
 			return err
 		}
 	}
-	if err := fatal(b.index.Delete(indexKeyOf(j))); err != nil {
+	ik := indexKeyOf(j)
+	if b.hostdue != nil {
+		if err := b.deleteHostDue(ik, b.index.Get(ik)); err != nil {
+			return err
+		}
+	}
+	if err := fatal(b.index.Delete(ik)); err != nil {
 		return err
 	}
 	return b.addCount(j.State, -1)

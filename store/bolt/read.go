@@ -183,6 +183,9 @@ func (db *DB) Check() (store.CheckReport, error) {
 		}); err != nil {
 			return err
 		}
+		if err := checkHostDue(tx, add); err != nil {
+			return err
+		}
 		tombs := tx.Bucket(bucketTombs)
 		if err := b.keys.ForEach(func(k, v []byte) error {
 			if len(v) == tombLen {
