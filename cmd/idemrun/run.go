@@ -184,7 +184,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	dash := ui.Handler(client, ui.Options{HostFigures: r.HostFigures, Logger: logger})
+	dash := ui.Handler(client, ui.Options{Logger: logger})
 	handler2 := admin.Handler(client, admin.Options{Metrics: met.Handler(), UI: dash})
 	// A Postgres database is shared, not held: commands reach it directly.
 	if !*noSocket && !dbt.isURL() {

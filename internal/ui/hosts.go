@@ -6,58 +6,28 @@ import (
 	"strings"
 
 	"github.com/idemrun/idemrun/api"
-	"github.com/idemrun/idemrun/runner"
+	"github.com/idemrun/idemrun/store"
 )
 
-// hostRow is one host on the hosts page and the overview: its policy
-// and waiting jobs (from the store), and what the runner serving the
-// dashboard knows of it (Figures, nil without one).
+// hostRow is one host on the hosts page and the overview: its policy,
+// waiting jobs and the live runners' recent traffic (api.HostStatus),
+// summed up as Health.
 type hostRow struct {
 	api.HostStatus
-	Figures *runner.HostFigures
-	// Health sums the row up: "paused", "breaker open", "throttled",
-	// "ok", or "" when no runner's figures are at hand.
+	// Health is "paused", "breaker open", "breaker half-open",
+	// "throttled", "ok", or "" when no live runner reports the host.
 	Health string
 }
 
-// hostsData is the hosts page.
-type hostsData struct {
-	Rows    []hostRow
-	Figures bool // a runner's figures are shown
-}
-
-// hostRows joins the store's hosts with the runner's figures, hosts in
-// trouble first.
+// hostRows returns the hosts, those in trouble first.
 func (s *server) hostRows(r *http.Request) ([]hostRow, error) {
 	hs, err := s.c.Hosts(r.Context())
 	if err != nil {
 		return nil, err
 	}
-	figs := map[string]runner.HostFigures{}
-	if s.o.HostFigures != nil {
-		for _, f := range s.o.HostFigures() {
-			figs[f.Host] = f
-		}
-	}
-	rows := make([]hostRow, 0, len(hs)+len(figs))
-	seen := map[string]bool{}
+	rows := make([]hostRow, 0, len(hs))
 	for _, h := range hs {
-		row := hostRow{HostStatus: h}
-		if f, ok := figs[h.Host]; ok {
-			row.Figures = &f
-		}
-		seen[h.Host] = true
-		rows = append(rows, row)
-	}
-	// Hosts the runner sent to lately with nothing waiting and no policy.
-	for host, f := range figs {
-		if !seen[host] {
-			f := f
-			rows = append(rows, hostRow{HostStatus: api.HostStatus{Host: host}, Figures: &f})
-		}
-	}
-	for i := range rows {
-		rows[i].Health = health(rows[i], s.o.HostFigures != nil)
+		rows = append(rows, hostRow{HostStatus: h, Health: health(h)})
 	}
 	rank := func(h string) int {
 		switch h {
@@ -77,20 +47,21 @@ func (s *server) hostRows(r *http.Request) ([]hostRow, error) {
 	return rows, nil
 }
 
-func health(r hostRow, figures bool) string {
+func health(h api.HostStatus) string {
+	t := h.Traffic
 	switch {
-	case r.Policy != nil && r.Policy.Paused:
+	case h.Policy != nil && h.Policy.Paused:
 		return "paused"
-	case r.Figures != nil && r.Figures.Breaker == "open":
+	case t == nil:
+		return ""
+	case t.Breaker == store.BreakerOpen:
 		return "breaker open"
-	case r.Figures != nil && r.Figures.Breaker == "half_open":
+	case t.Breaker == store.BreakerHalfOpen:
 		return "breaker half-open"
-	case r.Figures != nil && r.Figures.Throttled:
+	case t.Throttled:
 		return "throttled"
-	case figures:
-		return "ok"
 	}
-	return ""
+	return "ok"
 }
 
 func (s *server) hosts(w http.ResponseWriter, r *http.Request) {
@@ -99,6 +70,5 @@ func (s *server) hosts(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, statusOf(err), "reading the hosts failed: "+err.Error())
 		return
 	}
-	s.render(w, r, http.StatusOK, "hosts", page{Title: "Hosts", Nav: "hosts", Refresh: int(s.o.Refresh.Seconds()),
-		Data: hostsData{Rows: rows, Figures: s.o.HostFigures != nil}})
+	s.render(w, r, http.StatusOK, "hosts", page{Title: "Hosts", Nav: "hosts", Refresh: int(s.o.Refresh.Seconds()), Data: rows})
 }

@@ -31,7 +31,6 @@ import (
 
 	"github.com/idemrun/idemrun/admin"
 	"github.com/idemrun/idemrun/api"
-	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -43,10 +42,6 @@ var staticFiles embed.FS
 
 // Options configures Handler.
 type Options struct {
-	// HostFigures, when set, gives what a runner knows of each host it
-	// sends to (its breaker, requests in flight): the hosts' health.
-	// idemrun run sets it; idemrun ui, which runs no runner, cannot.
-	HostFigures func() []runner.HostFigures
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives a line for each action taken; nil means
