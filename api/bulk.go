@@ -69,6 +69,11 @@ type BulkUnchanged struct {
 // bulkStates is the state each action applies to.
 var bulkStates = map[BulkAction]State{BulkRetry: store.StateFailed, BulkCancel: store.StatePending, BulkResolve: store.StateNeedsAttention}
 
+// BulkState is the state a bulk action applies to (failed for retry,
+// pending for cancel, needs_attention for resolve), "" for an unknown
+// action.
+func BulkState(a BulkAction) State { return bulkStates[a] }
+
 // Bulk applies a manual action to every job a filter matches: it takes
 // the ids the filter matches at the call (at most MaxBulkJobs; a filter
 // that matches more is refused, to be narrowed), then changes them in
