@@ -1,7 +1,7 @@
 GO ?= go
 BIN := bin/idemrun
 
-.PHONY: all build test vet fmt fmt-check demo chaos bench fuzz clean
+.PHONY: all build test vet fmt fmt-check demo chaos bench fuzz cli-doc clean
 
 all: build
 
@@ -46,6 +46,10 @@ fuzz:
 	    echo "== $$pkg $$t"; $(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
+
+## cli-doc: write docs/cli.md from the commands' own help (a test fails while it is stale).
+cli-doc:
+	$(GO) run ./internal/clidoc
 
 clean:
 	rm -rf bin

@@ -4,7 +4,8 @@
 //
 // The API's client is api.Client itself: api.Open goes through this API
 // when a runner holds the store, so the client lives in api, and this
-// package, which needs every api operation, imports api. The JSON both
+// package, which needs every api operation, imports api. Every route,
+// body and answer is in docs/admin-api.md. The JSON both
 // sides agree on (paths, error codes, the bodies around jobs) is in
 // internal/adminwire, below both; the enqueue body is api.EnqueueSpec,
 // the one enqueue schema, which enqueue --from lines use too. Error

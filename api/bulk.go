@@ -49,15 +49,16 @@ type BulkRequest struct {
 
 // BulkResult is what a bulk action did.
 type BulkResult struct {
-	// Matched counts the jobs the filter matched when the action was
-	// confirmed (the call made).
+	// Matched is how many jobs the filter matched when the action ran.
 	Matched int `json:"matched"`
-	// Changed counts the jobs the action changed.
+	// Changed is how many of them the action changed.
 	Changed int `json:"changed"`
-	// Unchanged lists up to MaxBulkUnchanged jobs that matched and were
-	// not changed, with why; UnchangedCount counts them all.
-	Unchanged      []BulkUnchanged `json:"unchanged,omitempty"`
-	UnchangedCount int             `json:"unchanged_count"`
+	// Unchanged lists up to 100 (MaxBulkUnchanged) of the others, each
+	// with its id and why it was left as it was.
+	Unchanged []BulkUnchanged `json:"unchanged,omitempty"`
+	// UnchangedCount is how many matched jobs the action left as they
+	// were.
+	UnchangedCount int `json:"unchanged_count"`
 }
 
 // BulkUnchanged is a job a bulk action left as it was, and why.

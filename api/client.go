@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/user"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -372,14 +374,25 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 // Stats maps every state name to its job count.
 type Stats map[string]int64
 
-// Actor names who steers a job in its history: $IDEMRUN_ACTOR, else the OS
-// user ($USER, $LOGNAME), else "unknown". Cancel, Retry and Resolve use it
-// when given an empty actor.
-func Actor() string {
+// Actor names who steers a job in its history: $IDEMRUN_ACTOR, $USER or
+// $LOGNAME, else the name of the process's user, else its uid. Cancel,
+// Retry, Resolve and the host changes use it when given an empty actor.
+func Actor() string { return ActorFrom(os.Getenv) }
+
+// ActorFrom is Actor reading the variables through getenv. A cron job or
+// a container often sets none of them, and "unknown" would tell a reader
+// of the history nothing, hence the user's name or uid.
+func ActorFrom(getenv func(string) string) string {
 	for _, k := range []string{"IDEMRUN_ACTOR", "USER", "LOGNAME"} {
-		if v := os.Getenv(k); v != "" {
+		if v := getenv(k); v != "" {
 			return v
 		}
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if uid := os.Getuid(); uid >= 0 {
+		return "uid " + strconv.Itoa(uid)
 	}
 	return "unknown"
 }

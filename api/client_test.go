@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"os/user"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -237,7 +240,7 @@ func revEnq(t *testing.T, c *api.Client, runAt time.Time) *api.Job {
 	return r.Job
 }
 
-// docs/REFERENCE.md: "`next` absent on the last page"; store.ListPage.Next: "empty on the last one".
+// docs/admin-api.md: "`next` absent on the last page"; store.ListPage.Next: "empty on the last one".
 func TestListNoNextAfterExactlyFullFilteredPage(t *testing.T) {
 	c := revOpen(t)
 	for range 3 {
@@ -563,4 +566,25 @@ func enqueueCanceled(t *testing.T, c *api.Client, n int) ([]api.ManyItem, []stri
 		ids[i] = r.Job.ID
 	}
 	return items, ids
+}
+
+// With none of its variables set, Actor records the name of the
+// process's user, not "unknown"; a variable set wins.
+func TestActorFrom(t *testing.T) {
+	none := func(string) string { return "" }
+	want := "uid " + strconv.Itoa(os.Getuid())
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		want = u.Username
+	}
+	if got := api.ActorFrom(none); got != want {
+		t.Errorf("ActorFrom with no variables = %q, want %q", got, want)
+	}
+	env := map[string]string{"USER": "alice", "LOGNAME": "bob"}
+	if got := api.ActorFrom(func(k string) string { return env[k] }); got != "alice" {
+		t.Errorf("ActorFrom with USER=alice = %q, want alice", got)
+	}
+	env["IDEMRUN_ACTOR"] = "deploy-bot"
+	if got := api.ActorFrom(func(k string) string { return env[k] }); got != "deploy-bot" {
+		t.Errorf("ActorFrom with IDEMRUN_ACTOR set = %q, want deploy-bot", got)
+	}
 }

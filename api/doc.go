@@ -1,5 +1,12 @@
 // Package api is what application code imports to use idemrun.
 //
+// The package's Example is a whole first program: open a store, embed a
+// runner, enqueue a request under its key, Wait for its end. The other
+// examples settle an unknown outcome through a status URL, answer status
+// queries with a custom checker, and enqueue inside the application's own
+// Postgres transaction (EnqueueTx). The README introduces idemrun; the
+// reference is in docs/.
+//
 // Open a database, Enqueue side-effecting HTTP requests (each durable before
 // Enqueue returns, with a persisted idempotency key), inspect them with Get,
 // List and Stats, steer them with Cancel, Retry and Resolve, and embed a

@@ -14,6 +14,10 @@ import (
 // application's own pool: the payment job exists if and only if the
 // order does. Runners on the same database send it once the transaction
 // commits.
+//
+// It needs a Postgres database with the application's orders table, so
+// go test compiles it and does not run it; enqueue_tx_test.go runs the
+// same calls on a throwaway server.
 func ExampleClient_EnqueueTx() {
 	ctx := context.Background()
 	url := os.Getenv("DATABASE_URL") // postgres://app@db.internal/shop

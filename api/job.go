@@ -12,18 +12,20 @@ import (
 // Secrets are redacted; the request body is not included (only its size).
 // JSON field names are a contract: scripts depend on them.
 type Job struct {
-	ID         string    `json:"id"`
-	Key        string    `json:"key"`
-	State      State     `json:"state"`
-	Method     string    `json:"method"`
-	URL        string    `json:"url"`
-	Attempts   int       `json:"attempts"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	NextRunAt  time.Time `json:"next_run_at"`
-	LastError  string    `json:"last_error"`
-	LastStatus int       `json:"last_status"`
+	ID         string    `json:"id"`          // the job's id, a UUIDv7
+	Key        string    `json:"key"`         // the idempotency key every attempt sends
+	State      State     `json:"state"`       // pending, running, unknown, succeeded, failed, needs_attention or canceled
+	Method     string    `json:"method"`      // the request's method
+	URL        string    `json:"url"`         // the request's URL, sensitive parameters redacted
+	Attempts   int       `json:"attempts"`    // attempts started, every one counted (see AttemptsLeft)
+	CreatedAt  time.Time `json:"created_at"`  // when it was enqueued
+	UpdatedAt  time.Time `json:"updated_at"`  // its last change
+	NextRunAt  time.Time `json:"next_run_at"` // when its next attempt or status query is due
+	LastError  string    `json:"last_error"`  // the last attempt's or query's error text, redacted
+	LastStatus int       `json:"last_status"` // the last HTTP status received, 0 for none
 
+	// Existing is true when an enqueue found this request already
+	// stored under its key.
 	Existing bool `json:"existing,omitempty"`
 
 	// Owner is the runner instance working a running job (the owner of
@@ -36,27 +38,27 @@ type Job struct {
 	// states, and when the leases could not be read.
 	Lease string `json:"lease,omitempty"`
 
-	MaxAttempts int `json:"max_attempts"`
+	MaxAttempts int `json:"max_attempts"` // the attempt limit
 	// AttemptsLeft is what the attempt limit still allows. Attempts counts
 	// every attempt started, some of which the limit does not count: sends
 	// answered 409 (in progress) and attempts before a manual retry. So
 	// Attempts may exceed MaxAttempts; MaxAttempts - AttemptsLeft is what
 	// the limit has counted.
 	AttemptsLeft   int           `json:"attempts_left"`
-	Deadline       time.Time     `json:"deadline"`
-	AttemptTimeout Duration      `json:"attempt_timeout"`
-	KeyTTL         Duration      `json:"key_ttl,omitempty"`
-	StatusURL      string        `json:"status_url,omitempty"`
-	StatusQueries  int           `json:"status_queries"`
-	LastClass      string        `json:"last_class,omitempty"`
-	Reason         string        `json:"reason,omitempty"`
-	MayHaveEffect  bool          `json:"may_have_effect"`
-	Fingerprint    string        `json:"fingerprint,omitempty"`
-	Headers        []WireHeader  `json:"headers,omitempty"`
-	BodySize       int           `json:"body_size"`
-	Result         *Result       `json:"result,omitempty"`
-	History        []store.Event `json:"history,omitempty"`
-	HistoryDropped int           `json:"history_dropped,omitempty"`
+	Deadline       time.Time     `json:"deadline"`                  // when automatic work on it stops
+	AttemptTimeout Duration      `json:"attempt_timeout"`           // the timeout of one attempt
+	KeyTTL         Duration      `json:"key_ttl,omitempty"`         // how long the target deduplicates by key, when declared
+	StatusURL      string        `json:"status_url,omitempty"`      // the status URL template, redacted
+	StatusQueries  int           `json:"status_queries"`            // status queries sent
+	LastClass      string        `json:"last_class,omitempty"`      // the last attempt's class: succeeded, no_effect, unknown, permanent, …
+	Reason         string        `json:"reason,omitempty"`          // why it failed or needs a person, redacted
+	MayHaveEffect  bool          `json:"may_have_effect"`           // an attempt may have reached the target (cancel is refused)
+	Fingerprint    string        `json:"fingerprint,omitempty"`     // the hash of the request the key is bound to (show only)
+	Headers        []WireHeader  `json:"headers,omitempty"`         // the request's headers, sensitive values redacted (show only)
+	BodySize       int           `json:"body_size"`                 // the request body's size in bytes; the body is never shown
+	Result         *Result       `json:"result,omitempty"`          // the answer that ended it (show only)
+	History        []store.Event `json:"history,omitempty"`         // attempts, status queries and manual actions, oldest first (show only)
+	HistoryDropped int           `json:"history_dropped,omitempty"` // the oldest events dropped to bound the history
 }
 
 // Values of Job.Lease.
@@ -87,11 +89,11 @@ func (c *Client) setLease(v *Job, j *store.Job, leases []store.Lease, err error)
 
 // Result is the answer that ended a job.
 type Result struct {
-	HTTPStatus int    `json:"http_status,omitempty"`
-	Body       string `json:"body,omitempty"`
-	BodyBase64 []byte `json:"body_base64,omitempty"`
-	Truncated  bool   `json:"truncated,omitempty"`
-	Source     string `json:"source,omitempty"`
+	HTTPStatus int    `json:"http_status,omitempty"` // the answer's status
+	Body       string `json:"body,omitempty"`        // the answer's body as text, redacted, when it is UTF-8
+	BodyBase64 []byte `json:"body_base64,omitempty"` // the body in base64 when it is not UTF-8
+	Truncated  bool   `json:"truncated,omitempty"`   // the body was cut at the body cap (64 KiB)
+	Source     string `json:"source,omitempty"`      // what ended the job: attempt or status_query
 }
 
 // Duration is a time.Duration that encodes as a string ("10s") in JSON.

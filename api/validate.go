@@ -193,9 +193,36 @@ func validateDuration(field string, d time.Duration, zeroOK bool, max time.Durat
 		if zeroOK {
 			lo = "0 (unset) or positive"
 		}
-		return invalid(field, d.String(), fmt.Sprintf("a duration %s and at most %s (e.g. 30s, 5m, 2h)", lo, max))
+		return invalid(field, d.String(), fmt.Sprintf("a duration %s and at most %s, such as %s", lo, shortDuration(max), durationExamples(max)))
 	}
 	return nil
+}
+
+// durationExamples names up to three durations within max: an example
+// past a field's own bound would invite the next refusal.
+func durationExamples(max time.Duration) string {
+	var ex []string
+	for _, d := range []time.Duration{48 * time.Hour, 2 * time.Hour, 5 * time.Minute, 30 * time.Second, 500 * time.Millisecond} {
+		if d <= max && len(ex) < 3 {
+			ex = append([]string{shortDuration(d)}, ex...)
+		}
+	}
+	if len(ex) == 0 {
+		return shortDuration(max)
+	}
+	return strings.Join(ex, ", ")
+}
+
+// shortDuration is d as a person writes it: 5m rather than 5m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // validate checks a request and its options, filling defaults. It returns

@@ -334,3 +334,23 @@ func TestParseHeaderLineHidesCredential(t *testing.T) {
 		}
 	}
 }
+
+// A refused duration's examples lie within the field's own bound: "at
+// most 10m (e.g. 30s, 5m, 2h)" invited the next refusal.
+func TestRefusedDurationExamplesWithinBound(t *testing.T) {
+	req := api.Request{Method: "POST", URL: "http://127.0.0.1:9/p"}
+	for _, c := range []struct {
+		name string
+		o    api.EnqueueOptions
+		want string
+	}{
+		{"attempt-timeout", api.EnqueueOptions{AttemptTimeout: time.Hour}, "invalid attempt-timeout \"1h0m0s\": accepted: a duration greater than 0 and at most 10m, such as 500ms, 30s, 5m"},
+		{"deadline", api.EnqueueOptions{Deadline: 800 * time.Hour}, "at most 720h, such as 5m, 2h, 48h"},
+		{"key-ttl", api.EnqueueOptions{KeyTTL: -time.Second}, "a duration 0 (unset) or positive and at most 8760h, such as 5m, 2h, 48h"},
+	} {
+		_, err := api.Validate(req, c.o, nil)
+		if err == nil || !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an invalid-input error containing %q", c.name, err, c.want)
+		}
+	}
+}

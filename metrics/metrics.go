@@ -4,6 +4,7 @@
 // application importing api links no Prometheus client; a runner that
 // serves metrics (idemrun run) wires it in: New over the store,
 // ObserveEvent as runner.Config.OnEvent, and WatchHosts over the runner.
+// The metric names and labels are listed in docs/admin-api.md.
 package metrics
 
 import (

@@ -1,5 +1,11 @@
 // Package runner sends stored jobs and decides what happens next.
 //
+// An application embeds one with api.Client.NewRunner (the api package's
+// Example shows it), which wires the client's redaction and host
+// allowlist in; `idemrun run` is the same runner in a process of its own.
+// Config's fields and their defaults are every knob; how each attempt is
+// classified and each status answer read is docs/status-protocol.md.
+//
 // A Runner claims due jobs through its Store's due index, records "attempt N
 // started" durably before the first byte of attempt N leaves the process
 // (write-ahead attempt), sends the stored request with its idempotency key

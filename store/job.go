@@ -119,24 +119,24 @@ const (
 // Event is one entry of a job's history: an attempt, a status query, a
 // manual action or a recovery after a crash.
 type Event struct {
-	Kind        EventKind     `json:"kind"`
-	N           int           `json:"n,omitempty"` // attempt or query number
-	Start       time.Time     `json:"start"`
-	End         time.Time     `json:"end,omitzero"`
-	Class       string        `json:"class,omitempty"`
-	HTTPStatus  int           `json:"http_status,omitempty"`
-	Error       string        `json:"error,omitempty"`
-	RetryAfter  string        `json:"retry_after,omitempty"`
-	Replayed    string        `json:"idempotent_replayed,omitempty"`
-	Truncated   bool          `json:"truncated,omitempty"`
-	Delay       time.Duration `json:"delay,omitempty"`
-	DelayReason string        `json:"delay_reason,omitempty"`
-	Outcome     string        `json:"outcome,omitempty"`
-	Detail      string        `json:"detail,omitempty"`
-	Actor       string        `json:"actor,omitempty"`
-	Note        string        `json:"note,omitempty"`
-	From        State         `json:"from,omitempty"`
-	To          State         `json:"to,omitempty"`
+	Kind        EventKind     `json:"kind"`                          // attempt, status_query, manual, recovery or schedule
+	N           int           `json:"n,omitempty"`                   // attempt or query number
+	Start       time.Time     `json:"start"`                         // when it began
+	End         time.Time     `json:"end,omitzero"`                  // when it ended; zero while an attempt is in flight
+	Class       string        `json:"class,omitempty"`               // an attempt's class: succeeded, no_effect, unknown, permanent, …
+	HTTPStatus  int           `json:"http_status,omitempty"`         // the status answered
+	Error       string        `json:"error,omitempty"`               // what went wrong, redacted in every view
+	RetryAfter  string        `json:"retry_after,omitempty"`         // the answer's Retry-After, as sent
+	Replayed    string        `json:"idempotent_replayed,omitempty"` // the answer's Idempotent-Replayed header, as sent
+	Truncated   bool          `json:"truncated,omitempty"`           // the answer's body was cut at the body cap
+	Delay       time.Duration `json:"delay,omitempty"`               // the wait scheduled after it, in nanoseconds
+	DelayReason string        `json:"delay_reason,omitempty"`        // why that wait: backoff, Retry-After, …
+	Outcome     string        `json:"outcome,omitempty"`             // a status query's outcome: found_succeeded, not_found, no_answer, …
+	Detail      string        `json:"detail,omitempty"`              // what the outcome rests on, redacted in every view
+	Actor       string        `json:"actor,omitempty"`               // who made a manual action
+	Note        string        `json:"note,omitempty"`                // the note of a manual action
+	From        State         `json:"from,omitempty"`                // the state a manual action or recovery left
+	To          State         `json:"to,omitempty"`                  // the state it moved the job to
 }
 
 // MaxHistory bounds the events kept per job. When a job has more, the oldest

@@ -118,7 +118,7 @@ func (m *Main) compact(ctx context.Context, args []string) error {
 }
 
 func (m *Main) check(ctx context.Context, args []string) error {
-	fs, db := m.flags("check", "[FILE]")
+	fs, db := m.flags("check", "[FILE]   (exit 0 healthy; 1 damaged, or not an idemrun database; 2 nothing to check: missing, empty, a directory)")
 	if err := m.parse(fs, args); err != nil {
 		return err
 	}

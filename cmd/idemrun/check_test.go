@@ -74,6 +74,13 @@ func TestCLICheck(t *testing.T) {
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Errorf("check created %s (stat err %v)", missing, err)
 	}
+	empty := filepath.Join(e.dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.run("check", empty); r.code != exitUsage || !strings.Contains(r.stderr, "empty.db is empty") {
+		t.Errorf("check of an empty file: got\n%s\nwant exit 2 saying it is empty", r)
+	}
 	if r := e.run("check", e.dir); r.code != exitUsage || !strings.Contains(r.stderr, "is a directory") {
 		t.Errorf("check of a directory: got\n%s\nwant exit 2 saying it is a directory", r)
 	}

@@ -109,6 +109,11 @@ func (m *Main) usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "--db defaults to $IDEMRUN_DB, else ./idemrun.db: a bbolt file, or a postgres:// URL.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Exit status: 0 success; 2 usage error or invalid input, nothing written (a --db that")
+	fmt.Fprintln(w, "is not an idemrun database or is locked, a Postgres URL that cannot be opened);")
+	fmt.Fprintln(w, "3 outcome unknown: a write reached a runner that never answered, twice (the keys")
+	fmt.Fprintln(w, "printed are safe to enqueue again); 1 anything else (a key conflict, a failed check).")
 }
 
 // report prints err and maps it to an exit code.

@@ -345,7 +345,7 @@ func (e *env) waitState(id, want string, limit time.Duration) map[string]any {
 	return nil
 }
 
-// requiredJobFields are the --json fields docs/REFERENCE.md promises.
+// requiredJobFields are --json fields of a job that scripts rely on (docs/cli.md, "JSON output").
 var requiredJobFields = []string{"id", "key", "state", "method", "url", "attempts", "created_at", "updated_at", "next_run_at", "last_error", "last_status"}
 
 // checkJobShape asserts a job object has every promised field with its type.

@@ -177,14 +177,11 @@ func Open(path string, opts *Options) (*DB, error) {
 		ReadOnly: o.ReadOnly,
 		// The array freelist hands out the lowest free pages first, so a
 		// commit's dirty pages land close together and the fsync that
-		// follows is cheaper than for pages scattered over the file (the
-		// hashmap freelist's order): on this project's disk 32 adjacent
-		// 4 KiB pages and an fdatasync took 0.39 ms, 32 scattered ones
-		// 2.2 ms, and `idemrun bench --workers 100` worked 9% more jobs/s
-		// with it (BENCHMARKS.md). Its one cost, a linear search of the
-		// free pages on each allocation, is no larger than the cost both
-		// types pay on every commit for writing the whole freelist. The
-		// freelist type is not part of the file format.
+		// follows costs less than for pages scattered over the file (the
+		// hashmap freelist's order; BENCHMARKS.md, "Decisions"). Its one
+		// cost, a linear search of the free pages on each allocation, is no
+		// larger than what both types pay on every commit for writing the
+		// whole freelist. The freelist type is not part of the file format.
 		FreelistType:   bbolt.FreelistArrayType,
 		NoFreelistSync: false,
 		MaxSize:        o.MaxSize,

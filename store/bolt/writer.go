@@ -44,10 +44,9 @@ const (
 // two fsyncs and a fixed amount of CPU whatever its size; when hundreds of
 // writers share the store, waiting up to a millisecond for a batch of a
 // quarter of them costs each little next to the length of its own cycle,
-// and saves most of the commits. Measured with `idemrun bench --workers
-// 500` (BENCHMARKS.md): 3.5 times fewer commits and about 20% more worked
-// jobs/s than the fixed 200µs/32 linger, which stays in force up to 100
-// writers, where the added latency would cost more than it saves.
+// and saves most of the commits. Up to 100 writers the fixed short linger
+// stays in force, where a longer wait would cost more than it saves
+// (BENCHMARKS.md, "Decisions").
 func (db *DB) ExpectWriters(n int) (release func()) {
 	if n <= 0 {
 		return func() {}
@@ -300,8 +299,8 @@ func unfatal(err error) error {
 
 // timerSlack is how late a Go timer may fire on Linux when the process
 // has nothing else to do: the runtime then sleeps in epoll_pwait, whose
-// timeout is in milliseconds, so a 200µs timer measured here fires after
-// ~1.07ms (p50). Lingers shorter than this are done by yielding instead.
+// timeout is in milliseconds, so a 200µs timer fires about a millisecond
+// late. Lingers shorter than this are done by yielding instead.
 const timerSlack = time.Millisecond
 
 // idleYields is how many yields in a row without a new operation end a

@@ -9,7 +9,7 @@ import (
 )
 
 // cardTable returns the transitions the design allows: the arrows of
-// the state diagram (docs/REFERENCE.md, "How it works"; ARCHITECTURE.md §2), plus the
+// the state diagram (docs/status-protocol.md, "States"; ARCHITECTURE.md §2), plus the
 // three that the classification (§3) and the limits (§4) require.
 func cardTable() map[[2]store.State]bool {
 	const (
