@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -351,6 +352,53 @@ func TestCLIListFilters(t *testing.T) {
 		r := e.run(c.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d naming %s", c.args, r.code, r.stderr, exitUsage, c.want)
+		}
+	}
+}
+
+// A bulk cancel killed with SIGKILL has changed whole batches of 500
+// jobs or none of a batch (each is one transaction); run again, it
+// cancels the rest, and no job holds more than one cancel.
+func TestCLIBulkKilled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const n = 5000
+	var lines strings.Builder
+	for i := range n {
+		fmt.Fprintf(&lines, `{"url":"http://127.0.0.1:9/x","key":"kill-%05d","run_at":"10m"}`+"\n", i)
+	}
+	if r := e.runStdin([]byte(lines.String()), "enqueue", "--from", "-"); r.code != 0 {
+		t.Fatalf("enqueue --from:\n%s", r)
+	}
+	for _, after := range []time.Duration{30 * time.Millisecond, 80 * time.Millisecond, 200 * time.Millisecond} {
+		cmd := exec.Command(binPath, "cancel", "--all", "--state", "pending", "--note", "killed run")
+		cmd.Dir, cmd.Env = e.dir, e.environ()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(after)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		st := e.statsOf()
+		t.Logf("SIGKILL after %s: %d canceled", after, st["canceled"])
+		if st["canceled"]%500 != 0 || st["canceled"]+st["pending"] != n {
+			t.Fatalf("after a SIGKILL at %s: %v; want whole batches of 500 canceled, the rest pending", after, st)
+		}
+	}
+	res := parseBulk(t, e.ok("cancel", "--all", "--state", "pending", "--note", "the rest", "--json"))
+	if st := e.statsOf(); st["canceled"] != n || res.Changed != res.Matched {
+		t.Fatalf("after the last run: %v (result %+v); want all %d canceled", st, res, n)
+	}
+	for _, k := range []string{"kill-00000", "kill-02500", "kill-04999"} {
+		hist, _ := e.showJob(k)["history"].([]any)
+		manual := 0
+		for _, h := range hist {
+			if ev, _ := h.(map[string]any); ev["kind"] == "manual" {
+				manual++
+			}
+		}
+		if manual != 1 {
+			t.Errorf("job %s has %d manual events; want 1 cancel", k, manual)
 		}
 	}
 }
