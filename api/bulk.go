@@ -49,15 +49,16 @@ type BulkRequest struct {
 
 // BulkResult is what a bulk action did.
 type BulkResult struct {
-	// Matched counts the jobs the filter matched when the action was
-	// confirmed (the call made).
+	// Matched is how many jobs the filter matched when the action ran.
 	Matched int `json:"matched"`
-	// Changed counts the jobs the action changed.
+	// Changed is how many of them the action changed.
 	Changed int `json:"changed"`
-	// Unchanged lists up to MaxBulkUnchanged jobs that matched and were
-	// not changed, with why; UnchangedCount counts them all.
-	Unchanged      []BulkUnchanged `json:"unchanged,omitempty"`
-	UnchangedCount int             `json:"unchanged_count"`
+	// Unchanged lists up to 100 (MaxBulkUnchanged) of the others, each
+	// with its id and why it was left as it was.
+	Unchanged []BulkUnchanged `json:"unchanged,omitempty"`
+	// UnchangedCount is how many matched jobs the action left as they
+	// were.
+	UnchangedCount int `json:"unchanged_count"`
 }
 
 // BulkUnchanged is a job a bulk action left as it was, and why.
@@ -68,6 +69,11 @@ type BulkUnchanged struct {
 
 // bulkStates is the state each action applies to.
 var bulkStates = map[BulkAction]State{BulkRetry: store.StateFailed, BulkCancel: store.StatePending, BulkResolve: store.StateNeedsAttention}
+
+// BulkState is the state a bulk action applies to (failed for retry,
+// pending for cancel, needs_attention for resolve), "" for an unknown
+// action.
+func BulkState(a BulkAction) State { return bulkStates[a] }
 
 // Bulk applies a manual action to every job a filter matches: it takes
 // the ids the filter matches at the call (at most MaxBulkJobs; a filter

@@ -70,7 +70,28 @@ func (c *Client) storeFilter(f ListFilter) (store.ListFilter, error) {
 		if f.Sort != ListSortNextRun && f.Sort != ListSortUpdated {
 			return store.ListFilter{}, invalid("sort", string(f.Sort), SortAccepted)
 		}
-		return store.ListFilter{}, invalid("sort", string(f.Sort), SortAccepted+", with a state filter and without oldest-first; "+store.SortStates(f.Sort))
+		states := "running, succeeded, failed, needs_attention, canceled"
+		if f.Sort == ListSortNextRun {
+			states = "pending, unknown"
+		}
+		return store.ListFilter{}, invalid("sort", string(f.Sort), fmt.Sprintf("%s with a state filter of %s only, without oldest-first", f.Sort, states))
 	}
 	return sf, nil
+}
+
+// AgoAccepted is what ParseAgo accepts, for errors.
+const AgoAccepted = "a time in RFC 3339 (2026-12-02T10:00:00Z, 2026-12-02T11:00:00+01:00) or how long ago as a duration (90m or -90m: 90 minutes ago; 2h, 30s)"
+
+// ParseAgo reads a time of a list filter: RFC 3339, or a duration that
+// long before now (with or without a leading minus: "2h" and "-2h" are
+// both two hours ago).
+func ParseAgo(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(strings.TrimPrefix(s, "-"))
+	if err != nil || d <= 0 || strings.HasPrefix(s, "+") {
+		return time.Time{}, fmt.Errorf("not a time or a duration ago: %q", s)
+	}
+	return now.Add(-d), nil
 }

@@ -13,8 +13,9 @@ import (
 )
 
 func (m *Main) list(ctx context.Context, args []string) error {
-	fs, db := m.flags("list", "[--state STATE]... [--oldest] [--limit N] [--cursor C] [--json | --json-page]")
-	states := fs.StringArray("state", nil, "only jobs in this state (repeatable)")
+	fs, db := m.flags("list", "[--state STATE]... [--host H] [--since T] [--until T] [--key-prefix P] [--id-prefix P] [--oldest | --sort next_run|updated] [--limit N] [--cursor C] [--json | --json-page]")
+	ff := addFilterFlags(fs, "only jobs in this state (repeatable)")
+	sort := fs.String("sort", "", "next_run: earliest next run first (with --state pending and/or unknown); updated: latest update first (with other --state values); within each --state in turn")
 	limit := fs.Int("limit", 50, fmt.Sprintf("page size (1-%d)", store.MaxListLimit))
 	cursor := fs.String("cursor", "", "continue after a previous page (printed as next); with --state, a job rescheduled between pages within its state may be missed or shown twice (without --state every job is on exactly one page)")
 	oldest := fs.Bool("oldest", false, "oldest first within each --state (earliest next run / least recently updated)")
@@ -26,9 +27,13 @@ func (m *Main) list(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("list: unexpected argument %q", fs.Arg(0))
 	}
-	ss, err := stateNames(*states)
+	f, err := ff.filter(time.Now())
 	if err != nil {
 		return err
+	}
+	ss := f.States
+	if *sort != "" && *sort != string(api.ListSortNextRun) && *sort != string(api.ListSortUpdated) {
+		return &api.InvalidError{Field: "--sort", Value: fmt.Sprintf("%q", *sort), Accepted: api.SortAccepted}
 	}
 	if *limit < 1 || *limit > store.MaxListLimit {
 		return &api.InvalidError{Field: "limit", Value: fmt.Sprint(*limit), Accepted: fmt.Sprintf("an integer from 1 to %d", store.MaxListLimit)}
@@ -48,9 +53,10 @@ func (m *Main) list(ctx context.Context, args []string) error {
 		return err
 	}
 	defer svc.Close()
-	page, err := svc.List(ctx, api.ListFilter{States: ss, Limit: *limit, Cursor: *cursor, Oldest: *oldest})
+	f.Limit, f.Cursor, f.Oldest, f.Sort = *limit, *cursor, *oldest, api.ListSort(*sort)
+	page, err := svc.List(ctx, f)
 	if err != nil {
-		return err
+		return flagged(err)
 	}
 	if page.Jobs == nil {
 		page.Jobs = []*api.Job{}
@@ -60,7 +66,7 @@ func (m *Main) list(ctx context.Context, args []string) error {
 	}
 	more := ""
 	if page.Next != "" {
-		more = nextPageCommand(dbt, *db != "", ss, *limit, *oldest, *asJSON, page.Next)
+		more = nextPageCommand(dbt, *db != "", f, *asJSON, page.Next)
 	}
 	if *asJSON {
 		if more != "" {
@@ -99,7 +105,7 @@ func lastOf(j *api.Job) string {
 
 // nextPageCommand is the list command that prints the page after this one:
 // the same filters, order and page size, and the cursor.
-func nextPageCommand(db dbTarget, dbGiven bool, ss []store.State, limit int, oldest, asJSON bool, next string) string {
+func nextPageCommand(db dbTarget, dbGiven bool, f api.ListFilter, asJSON bool, next string) string {
 	parts := []string{"idemrun list"}
 	if dbGiven {
 		parts = append(parts, "--db "+shellQuote(api.Redacted(db.path)))
@@ -107,14 +113,26 @@ func nextPageCommand(db dbTarget, dbGiven bool, ss []store.State, limit int, old
 	if db.schema != "" {
 		parts = append(parts, "--schema "+shellQuote(db.schema))
 	}
-	for _, s := range ss {
+	for _, s := range f.States {
 		parts = append(parts, "--state "+string(s))
 	}
-	if oldest {
+	for _, fl := range []struct{ name, v string }{{"host", f.Host}, {"key-prefix", f.KeyPrefix}, {"id-prefix", f.IDPrefix}, {"sort", string(f.Sort)}} {
+		if fl.v != "" {
+			parts = append(parts, "--"+fl.name+" "+shellQuote(fl.v))
+		}
+	}
+	// Times as they were read: a relative --since would move between pages.
+	if !f.Since.IsZero() {
+		parts = append(parts, "--since "+f.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if !f.Until.IsZero() {
+		parts = append(parts, "--until "+f.Until.UTC().Format(time.RFC3339Nano))
+	}
+	if f.Oldest {
 		parts = append(parts, "--oldest")
 	}
-	if limit != 50 {
-		parts = append(parts, fmt.Sprintf("--limit %d", limit))
+	if f.Limit != 50 {
+		parts = append(parts, fmt.Sprintf("--limit %d", f.Limit))
 	}
 	if asJSON {
 		parts = append(parts, "--json")
@@ -327,26 +345,34 @@ func (m *Main) stats(ctx context.Context, args []string) error {
 }
 
 func (m *Main) cancel(ctx context.Context, args []string) error {
-	return m.steer(ctx, "cancel", args, func(svc *api.Client, id, note string) (*api.Job, error) {
+	return m.steer(ctx, api.BulkCancel, args, func(svc *api.Client, id, note string) (*api.Job, error) {
 		return svc.Cancel(ctx, id, m.actor(), note)
 	})
 }
 
 func (m *Main) retry(ctx context.Context, args []string) error {
-	return m.steer(ctx, "retry", args, func(svc *api.Client, id, note string) (*api.Job, error) {
+	return m.steer(ctx, api.BulkRetry, args, func(svc *api.Client, id, note string) (*api.Job, error) {
 		return svc.Retry(ctx, id, m.actor(), note)
 	})
 }
 
-func (m *Main) steer(ctx context.Context, name string, args []string, fn func(svc *api.Client, id, note string) (*api.Job, error)) error {
-	fs, db := m.flags(name, "ID [--note TEXT] [--json]")
-	note := fs.String("note", "", "why (recorded in the history)")
-	asJSON := fs.Bool("json", false, "print the job as JSON")
+func (m *Main) steer(ctx context.Context, a api.BulkAction, args []string, fn func(svc *api.Client, id, note string) (*api.Job, error)) error {
+	name := string(a)
+	fs, db := m.flags(name, fmt.Sprintf("ID [--note TEXT] [--json]\n       idemrun %s --all --state %s [--host H] [--since T] [--until T] [--key-prefix P] [--id-prefix P] --note TEXT [--dry-run] [--json]", name, api.BulkState(a)))
+	note := fs.String("note", "", "why (recorded in the history; required with --all)")
+	asJSON := fs.Bool("json", false, "print the job as JSON (with --all: the result, {\"matched\", \"changed\", \"unchanged\", \"unchanged_count\"})")
+	bf := addBulkFlags(fs, a)
 	if err := m.parse(fs, args); err != nil {
 		return err
 	}
+	if err := bf.check(fs, name); err != nil {
+		return err
+	}
+	if *bf.all {
+		return m.bulk(ctx, fs, *db, a, bf, "", *note, *asJSON)
+	}
 	if fs.NArg() != 1 {
-		return usagef("%s: give exactly one job id", name)
+		return usagef("%s: give exactly one job id, or --all with filters", name)
 	}
 	dbt, err := m.db(fs, *db)
 	if err != nil {
@@ -369,18 +395,25 @@ func (m *Main) steer(ctx context.Context, name string, args []string, fn func(sv
 }
 
 func (m *Main) resolve(ctx context.Context, args []string) error {
-	fs, db := m.flags("resolve", "ID --as succeeded|failed --note TEXT [--json]")
+	fs, db := m.flags("resolve", "ID --as succeeded|failed --note TEXT [--json]\n       idemrun resolve --all --state needs_attention --as succeeded|failed [--host H] [--since T] [--until T] [--key-prefix P] [--id-prefix P] --note TEXT [--dry-run] [--json]")
 	as := fs.String("as", "", "succeeded or failed")
-	note := fs.String("note", "", "what you checked (required; recorded in the history)")
-	asJSON := fs.Bool("json", false, "print the job as JSON")
+	note := fs.String("note", "", "what you checked (required; recorded in the history of each job)")
+	asJSON := fs.Bool("json", false, "print the job as JSON (with --all: the result, {\"matched\", \"changed\", \"unchanged\", \"unchanged_count\"})")
+	bf := addBulkFlags(fs, api.BulkResolve)
 	if err := m.parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usagef("resolve: give exactly one job id")
+	if err := bf.check(fs, "resolve"); err != nil {
+		return err
+	}
+	if !*bf.all && fs.NArg() != 1 {
+		return usagef("resolve: give exactly one job id, or --all with filters")
 	}
 	if *as != "succeeded" && *as != "failed" {
 		return &api.InvalidError{Field: "as", Value: fmt.Sprintf("%q", *as), Accepted: "succeeded or failed"}
+	}
+	if *bf.all {
+		return m.bulk(ctx, fs, *db, api.BulkResolve, bf, *as, *note, *asJSON)
 	}
 	if strings.TrimSpace(*note) == "" {
 		return &api.InvalidError{Field: "note", Value: `""`, Accepted: "a non-empty note saying what you checked"}

@@ -29,6 +29,7 @@ var jsonTypes = []jsonType{
 	{"History event", "store", "Event", "each item of a job's `history`"},
 	{"Header", "api", "WireHeader", "each item of a job's `headers` (values redacted), and of an enqueue line's `headers` array"},
 	{"List page", "api", "ListPage", "`list --json-page`"},
+	{"Bulk result", "api", "BulkResult", "`retry`, `cancel` and `resolve --all --json`; the admin API's `POST /v1/bulk` answer"},
 	{"Enqueue line", "api", "EnqueueSpec", "each line of `enqueue --from`; the admin API's `POST /v1/jobs` body too"},
 	{"Host", "cmd/idemrun", "hostJSON", "each item of `host list --json`"},
 	{"Host policy", "cmd/idemrun", "policyJSON", "a host's `policy`"},

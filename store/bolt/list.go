@@ -121,18 +121,7 @@ func (w *walk) visit(k []byte, skip bool, load func() (*store.Job, error)) (bool
 			return true, err
 		}
 		if w.f.Matches(j) {
-			if w.n == w.limit {
-				w.page.Next = hex.EncodeToString(w.last)
-				return true, nil
-			}
-			w.n++
-			if w.ids {
-				w.idList = append(w.idList, j.ID)
-			} else {
-				w.page.Jobs = append(w.page.Jobs, j)
-			}
-			w.last = append(w.last[:0], k...)
-			return false, nil
+			return w.take(k, j, ""), nil
 		}
 	}
 	w.skipped++
@@ -141,6 +130,27 @@ func (w *walk) visit(k []byte, skip bool, load func() (*store.Job, error)) (bool
 		return true, nil
 	}
 	return false, nil
+}
+
+// take collects a matching job (or, for ids, its id alone) at cursor key
+// k; it reports whether the walk is over: the page was full already, and
+// Next is set after its last job.
+func (w *walk) take(k []byte, j *store.Job, id string) bool {
+	if w.n == w.limit {
+		w.page.Next = hex.EncodeToString(w.last)
+		return true
+	}
+	w.n++
+	switch {
+	case j == nil:
+		w.idList = append(w.idList, id)
+	case w.ids:
+		w.idList = append(w.idList, j.ID)
+	default:
+		w.page.Jobs = append(w.page.Jobs, j)
+	}
+	w.last = append(w.last[:0], k...)
+	return false
 }
 
 // jobs walks the jobs bucket, newest id first, after the id cur.
@@ -180,15 +190,26 @@ func (w *walk) state(b buckets, s store.State, from []byte, oldest bool) (bool, 
 			return false, nil
 		}
 	}
+	// What the entry alone cannot decide: the key, an update time the
+	// index does not order by, the host of a job whose entry does not
+	// name its target (only a pending job's does).
+	due := s == store.StatePending || s == store.StateUnknown
+	needJob := w.f.KeyPrefix != "" || (due && (!w.f.Since.IsZero() || !w.f.Until.IsZero())) ||
+		(w.f.Host != "" && s != store.StatePending)
 	return walkRange(b.index.Cursor(), lo, hi, from, oldest, func(k, v []byte) (bool, error) {
 		skip := false
-		if idLo != "" {
-			id := uuid.UUID(k[9:]).String()
-			skip = id < idLo || id > idHi
+		id := ""
+		if idLo != "" || w.ids {
+			id = uuid.UUID(k[9:]).String()
+			skip = idLo != "" && (id < idLo || id > idHi)
 		}
-		if h, ok := entryHost(v); ok && s == store.StatePending && w.f.Host != "" && string(h) != w.f.Host {
+		h, named := entryHost(v)
+		if named && s == store.StatePending && w.f.Host != "" && string(h) != w.f.Host {
 			// A pending job's claims go to its target: the entry names it.
 			skip = true
+		}
+		if w.ids && !skip && !needJob && (w.f.Host == "" || named) {
+			return w.take(k, nil, id), nil
 		}
 		return w.visit(k, skip, func() (*store.Job, error) { return b.load(k[9:]) })
 	})

@@ -48,7 +48,7 @@ func (db *DB) List(f store.ListFilter) (store.ListPage, error) {
 	if f.Oldest && len(f.States) == 0 {
 		return store.ListPage{}, fmt.Errorf("store: listing the oldest jobs needs a state filter, and a cursor from an oldest-first page of it")
 	}
-	l := &lister{db: db, f: f}
+	l := &lister{f: f}
 	where, args, ok := db.filterSQL(f)
 	if !ok {
 		return store.ListPage{}, nil
@@ -87,6 +87,17 @@ func (db *DB) List(f store.ListFilter) (store.ListPage, error) {
 				cmp, order := "<", "DESC"
 				if oldest {
 					cmp, order = ">", "ASC"
+				}
+				if s != store.StatePending && s != store.StateUnknown {
+					// Ordered by update time: the bounds are a range of the index.
+					if !f.Since.IsZero() {
+						a = append(a, nanos(f.Since))
+						sql += fmt.Sprintf(` AND sort_ns >= $%d`, len(a))
+					}
+					if !f.Until.IsZero() {
+						a = append(a, nanos(f.Until))
+						sql += fmt.Sprintf(` AND sort_ns < $%d`, len(a))
+					}
 				}
 				if pos != nil {
 					a = append(a, pos.sort, pos.id)
@@ -148,7 +159,6 @@ type listed struct {
 
 // lister collects a page from list queries.
 type lister struct {
-	db      *DB
 	f       store.ListFilter
 	page    store.ListPage
 	last    listed // the page's last job

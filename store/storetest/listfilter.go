@@ -284,3 +284,52 @@ func testManualMany(t *testing.T, open func(t *testing.T) Store) {
 		t.Errorf("Stats after ManualMany = %v; want 4 pending, 2 failed", counts)
 	}
 }
+
+// ListScanBound lists, over ListScan+500 pending jobs of one host and
+// one job of another, the other host's jobs (with and without a state
+// filter), following Next, and checks that the pages find exactly that
+// job, every page short of it ending with a Next. It returns how many
+// pages each walk took: 2 for a backend that passes over the jobs
+// (ListScan), 1 for one whose query skips them. It enqueues over 20,000
+// jobs, so backends run it once, not in Run.
+func ListScanBound(t *testing.T, s Store) (pages []int) {
+	now := T0()
+	const n = store.ListScan + 500
+	// Ids and next runs grow with i: the other host's job, first, is the
+	// last one a newest-first walk reaches.
+	if _, err := s.EnqueueManyFunc(ctx, n+1, func(i int) (*store.Job, error) {
+		j := NewJob(fmt.Sprintf("scan-%05d", i), now.Add(time.Duration(i)*time.Millisecond))
+		j.Request.URL = "http://a.test/x"
+		if i == 0 {
+			j.Request.URL = "http://b.test/x"
+		}
+		return j, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, states := range [][]store.State{nil, {store.StatePending}} {
+		f := store.ListFilter{States: states, Host: "b.test", Limit: 10}
+		var found []string
+		n := 0
+		for {
+			p, err := s.List(f)
+			if err != nil {
+				t.Fatalf("List(%+v): %v", f, err)
+			}
+			n++
+			found = append(found, keysOf(p.Jobs)...)
+			if len(found) == 0 && p.Next == "" {
+				t.Errorf("List(%v, host b.test) page %d: no jobs and no next page; want the job of b.test", states, n)
+			}
+			if p.Next == "" || n > 3 {
+				break
+			}
+			f.Cursor = p.Next
+		}
+		if !slices.Equal(found, []string{"scan-00000"}) {
+			t.Errorf("List(%v, host b.test) found %v in %d pages; want scan-00000", states, found, n)
+		}
+		pages = append(pages, n)
+	}
+	return pages
+}
