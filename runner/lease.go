@@ -54,8 +54,8 @@ func (r *Runner) ID() string { return r.cfg.ID }
 // unrenewed past leaseFresh's bound the runner claims nothing.
 func (r *Runner) register(ctx context.Context) (stop func(), err error) {
 	info := store.RunnerInfo{ID: r.cfg.ID, Workers: r.cfg.Workers, Host: hostname(), PID: os.Getpid()}
-	now := r.cfg.Now()
-	if err := r.store.Register(ctx, info, now, r.cfg.LeaseTTL); err != nil {
+	now, err := r.startLease(ctx, info)
+	if err != nil {
 		return nil, err
 	}
 	r.renewedAt.Store(now.UnixNano())
