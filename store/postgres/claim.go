@@ -19,8 +19,8 @@ import (
 // in one transaction: the due jobs are read oldest first through the
 // state index and locked FOR UPDATE SKIP LOCKED, so concurrent claimers,
 // in this process or another, pass over each other's jobs instead of
-// waiting for them and never claim one twice; each is then rewritten as
-// claimed. The claim is committed when ClaimDue returns.
+// waiting for them and never claim one twice; they are then rewritten as
+// claimed in one statement. The claim is committed when ClaimDue returns.
 //
 // Jobs of req.SkipHosts are passed over by the query itself, on the host
 // column, without reading their records. req.Admit is asked about a job
@@ -60,7 +60,7 @@ func (db *DB) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Cla
 		// jobs passed over end the call: Admit is asked boundedly often.
 		hosts := skipList(req.SkipHosts)
 		passed := 0
-		b := &pgx.Batch{}
+		var claims manyCols
 		for len(out) < req.Limit && passed < 4*req.Limit {
 			rows, err := tx.Query(ctx, db.q.due, string(s), nanos(req.Now), skip, req.Limit-len(out), hosts)
 			if err != nil {
@@ -91,7 +91,7 @@ func (db *DB) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Cla
 					rows.Close()
 					return err
 				}
-				b.Queue(db.q.update, c.updateArgs()...)
+				claims.add(c)
 				out = append(out, store.ClaimOf(j))
 			}
 			rows.Close()
@@ -102,10 +102,12 @@ func (db *DB) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Cla
 				break
 			}
 		}
-		if b.Len() == 0 {
+		if len(claims.id) == 0 {
 			return nil
 		}
-		return tx.SendBatch(ctx, b).Close()
+		// One statement writes every claim.
+		_, err := tx.Exec(ctx, db.q.updateMany, claims.args()...)
+		return err
 	})
 	if err != nil {
 		return nil, err
