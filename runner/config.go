@@ -96,6 +96,14 @@ type Config struct {
 	ClaimRounds int
 	// ClaimBatch is the most jobs one claim round takes. Defaults to 32.
 	ClaimBatch int
+	// ClaimAhead applies to a store that commits outcomes later
+	// (store.FinishLater): how many jobs beyond Workers the runner may
+	// hold, claimed ahead of a free worker or sent and waiting for their
+	// outcome's commit, so a worker's next send waits on neither commit.
+	// Each holds a claim (a lease and an attempt) and counts against its
+	// host's concurrency from its claim. Defaults to Workers; negative
+	// means none.
+	ClaimAhead int
 	// ShutdownGrace is how long in-flight attempts may run after Run's
 	// context is canceled before they are canceled too. Defaults to 10 s.
 	ShutdownGrace time.Duration
@@ -288,6 +296,10 @@ func (c *Config) setDefaults() {
 	if c.ClaimBatch <= 0 {
 		c.ClaimBatch = DefaultClaimBatch
 	}
+	if c.ClaimAhead == 0 {
+		c.ClaimAhead = c.Workers
+	}
+	c.ClaimAhead = max(c.ClaimAhead, 0)
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
 	}

@@ -30,10 +30,14 @@ var ErrNotAllowed = errors.New("runner: target not allowed")
 
 // Runner works jobs from a Store.
 type Runner struct {
-	store   Store
-	cfg     Config
-	checker statusquery.Checker
-	custom  bool
+	store Store
+	cfg   Config
+	// later, when the store has it, takes outcomes to commit after the
+	// call (outcome.go); the runner then holds up to capacity jobs.
+	later    store.FinishLater
+	capacity int
+	checker  statusquery.Checker
+	custom   bool
 
 	randMu sync.Mutex
 
@@ -98,7 +102,16 @@ func New(s Store, cfg Config) *Runner {
 		held:  map[string]struct{}{},
 	}
 	r.waitNoted.Store(-1)
-	r.traffic = newTraffic(cfg.trafficConfig(), s, cfg.Now, cfg.Logger)
+	r.capacity = cfg.Workers
+	tc := cfg.trafficConfig()
+	if fl, ok := s.(store.FinishLater); ok {
+		r.later = fl
+		r.capacity += cfg.ClaimAhead
+		// A host's slots count the jobs held for it, claimed ahead or
+		// sending: a host alone may fill the runner's capacity.
+		tc.workers = r.capacity
+	}
+	r.traffic = newTraffic(tc, s, cfg.Now, cfg.Logger)
 	if cfg.Checker != nil {
 		r.checker, r.custom = cfg.Checker, true
 	} else if cfg.HTTPChecker != nil {
@@ -192,8 +205,8 @@ func (r *Runner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup // jobs being worked
 	defer wg.Wait()
 	// A fixed pool of worker goroutines: their stacks grow once, not once
-	// per job.
-	tasks := make(chan task, r.cfg.Workers)
+	// per job. Jobs claimed ahead wait in the queue for a free worker.
+	tasks := make(chan task, r.capacity)
 	var pool sync.WaitGroup
 	for range r.cfg.Workers {
 		pool.Add(1)
@@ -243,9 +256,9 @@ func (r *Runner) Run(ctx context.Context) error {
 				break collect
 			}
 		}
-		free := r.cfg.Workers - r.load()
+		free := r.capacity - r.load()
 		if el := time.Since(start); el < r.cfg.StartupSpread {
-			ramp := max(1, int(int64(r.cfg.Workers)*int64(el)/int64(r.cfg.StartupSpread)))
+			ramp := max(1, int(int64(r.capacity)*int64(el)/int64(r.cfg.StartupSpread)))
 			free = min(free, ramp-r.load())
 		}
 		// Claim rounds overlap: each round waits for its commit, and while
@@ -323,8 +336,9 @@ func (r *Runner) unreserve(n int) {
 	r.mu.Unlock()
 }
 
-// load is the slots taken: jobs being worked plus slots reserved by claim
-// rounds in flight.
+// load is the slots taken: jobs held (being worked, claimed ahead, or
+// waiting for their outcome's commit) plus slots reserved by claim rounds
+// in flight.
 func (r *Runner) load() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -459,6 +473,23 @@ type slot struct {
 	host, nextHost string
 	// freed is set once the job's send ended and its host slot is back.
 	freed bool
+	// wg counts the job until it ends; queued is set once its outcome is
+	// queued to be committed later, whose acknowledgement ends it.
+	wg     *sync.WaitGroup
+	queued bool
+}
+
+// jobDone ends a job of the runner's: it no longer takes a slot, and Run
+// no longer waits for it.
+func (r *Runner) jobDone(wg *sync.WaitGroup) {
+	r.mu.Lock()
+	r.inflight--
+	r.mu.Unlock()
+	select {
+	case r.done <- struct{}{}:
+	default:
+	}
+	wg.Done()
 }
 
 // sent gives back the host slot of the job s works, once: its send is
@@ -471,7 +502,7 @@ func (r *Runner) sent(s *slot) {
 }
 
 // start hands a claimed job to the worker pool. It never blocks: the pool's
-// queue holds Workers tasks and no more than Workers jobs are claimed.
+// queue holds capacity tasks and no more than capacity jobs are held.
 func (r *Runner) start(ctx context.Context, wg *sync.WaitGroup, c store.Claim, host string, work workFunc) {
 	r.mu.Lock()
 	r.inflight++
@@ -483,23 +514,17 @@ func (r *Runner) start(ctx context.Context, wg *sync.WaitGroup, c store.Claim, h
 }
 
 func (r *Runner) runTask(t task) {
-	defer t.wg.Done()
-	defer func() {
-		r.mu.Lock()
-		r.inflight--
-		r.mu.Unlock()
-		select {
-		case r.done <- struct{}{}:
-		default:
-		}
-	}()
-	s := &slot{host: t.host}
+	s := &slot{host: t.host, wg: t.wg}
 	c, work := t.c, t.work
 	for {
 		work(t.ctx, s, c)
-		r.release(c.Job.ID)
 		r.sent(s)
+		if s.queued {
+			return // the outcome's acknowledgement ends the job
+		}
+		r.release(c.Job.ID)
 		if s.next == nil {
+			r.jobDone(t.wg)
 			return
 		}
 		c, s.next, s.host, s.freed = *s.next, nil, s.nextHost, false
@@ -569,14 +594,17 @@ func (r *Runner) shutdown(wg *sync.WaitGroup, cancelWork context.CancelFunc) err
 // write is FinishClaim plus logging and the test hook: it writes the
 // outcome of c and, unless Run is stopping, claims the worker's next job
 // into s.next in the same commit. A fenced write means a newer claim owns
-// the job; it is logged and dropped.
+// the job; it is logged and dropped. With a store that commits outcomes
+// later, the outcome is queued instead (writeLater) and nothing chained.
 func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
+	if r.later != nil && s != nil {
+		r.writeLater(s, c, fn)
+		return
+	}
 	// Outcome writes must land even during shutdown, so they do not use the
 	// run context. A failed write is tried again with backoff until the
 	// runner stops; then the job stays as claimed (running stays running)
 	// and recovery turns it unknown on the next start.
-	wait := 50 * time.Millisecond
-	unconfirmed := false // an earlier try's commit was not confirmed
 	var plan *store.NextClaim
 	var adm *admissions
 	if r.mayChain() {
@@ -585,32 +613,33 @@ func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 		adm = r.traffic.round()
 		plan.SkipHosts, plan.Admit = r.traffic.skipHosts(plan.Now), adm.admit
 	}
+	j, next, err := r.store.FinishClaim(context.Background(), c, fn, plan)
+	// The first try also claims the worker's next job in the same
+	// commit; retries after a failure only write the outcome.
+	if plan != nil {
+		s.nextHost = adm.settle(next)[0]
+		if next != nil {
+			r.hold(next.Job.ID)
+		}
+		r.noteClaimErr(err)
+		r.claimGate.RUnlock()
+	}
+	if err == nil {
+		s.next = next
+		r.written(c.Job, j)
+		return
+	}
+	r.writeAgain(c, fn, err)
+}
+
+// writeAgain handles err, the failure of the first write of c's outcome:
+// a failed write is tried again with backoff until it lands, is refused,
+// or the runner stops (then the job stays as claimed, running stays
+// running, and recovery turns it unknown on the next start).
+func (r *Runner) writeAgain(c store.Claim, fn store.TransitionFunc, err error) {
+	wait := 50 * time.Millisecond
+	unconfirmed := false // an earlier try's commit was not confirmed
 	for {
-		j, next, err := r.store.FinishClaim(context.Background(), c, fn, plan)
-		// The first try also claims the worker's next job in the same
-		// commit; retries after a failure only write the outcome.
-		if plan != nil {
-			s.nextHost = adm.settle(next)[0]
-			if next != nil {
-				r.hold(next.Job.ID)
-			}
-			r.noteClaimErr(err)
-			r.claimGate.RUnlock()
-			plan = nil
-		}
-		if err == nil {
-			s.next = next
-			r.logEnd(c.Job, j)
-			if r.cfg.OnWrite != nil {
-				r.cfg.OnWrite(j)
-			}
-			if r.cfg.OnEvent != nil {
-				if e, ok := eventDone(c.Job, j); ok {
-					r.cfg.OnEvent(j, e)
-				}
-			}
-			return
-		}
 		if errors.Is(err, store.ErrFenced) {
 			if unconfirmed {
 				r.cfg.Logger.Info("outcome refused by the fence after a try whose commit was not confirmed: that try landed, or the job was rescued since", "job", c.Job.ID)
@@ -647,6 +676,26 @@ func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 5*time.Second)
+		var j *store.Job
+		j, _, err = r.store.FinishClaim(context.Background(), c, fn, nil)
+		if err == nil {
+			r.written(c.Job, j)
+			return
+		}
+	}
+}
+
+// written reports a landed outcome write from before to after: the job's
+// end in the log, and the OnWrite and OnEvent hooks.
+func (r *Runner) written(before, after *store.Job) {
+	r.logEnd(before, after)
+	if r.cfg.OnWrite != nil {
+		r.cfg.OnWrite(after)
+	}
+	if r.cfg.OnEvent != nil {
+		if e, ok := eventDone(before, after); ok {
+			r.cfg.OnEvent(after, e)
+		}
 	}
 }
 
