@@ -264,7 +264,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		// Claim rounds overlap: each round waits for its commit, and while
 		// it does, the next one claims the slots freed meanwhile. Rounds
 		// skip each other's candidates, so they do not collide.
-		if free > 0 && inRounds < r.cfg.ClaimRounds && !short {
+		if free > 0 && inRounds < r.cfg.ClaimRounds && !short && (inRounds == 0 || free >= r.minRound()) {
 			// Small rounds keep the first jobs of a round from waiting on
 			// the decoding of the last ones.
 			free = min(free, r.cfg.ClaimBatch)
@@ -304,6 +304,17 @@ func (r *Runner) Run(ctx context.Context) error {
 			short = false
 		}
 	}
+}
+
+// minRound is the fewest jobs a claim round asks for while another is
+// under way: with jobs claimed ahead, slots come back one by one, and a
+// round per slot would cost a commit per job. The synchronous path's
+// slots mostly come back chained to an outcome, so any number goes.
+func (r *Runner) minRound() int {
+	if r.later == nil {
+		return 1
+	}
+	return min(r.cfg.ClaimBatch, max(1, r.capacity/8))
 }
 
 type roundResult struct {
