@@ -95,6 +95,8 @@ type Config struct {
 	// once. Defaults to 4.
 	ClaimRounds int
 	// ClaimBatch is the most jobs one claim round takes. Defaults to 32.
+	// With jobs claimed ahead (ClaimAhead), a round takes up to a quarter
+	// of Workers+ClaimAhead when that is more.
 	ClaimBatch int
 	// ClaimAhead applies to a store that commits outcomes later
 	// (store.FinishLater): how many jobs beyond Workers the runner may

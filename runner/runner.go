@@ -267,7 +267,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		if free > 0 && inRounds < r.cfg.ClaimRounds && !short && (inRounds == 0 || free >= r.minRound()) {
 			// Small rounds keep the first jobs of a round from waiting on
 			// the decoding of the last ones.
-			free = min(free, r.cfg.ClaimBatch)
+			free = min(free, r.roundSize())
 			r.reserve(free)
 			inRounds++
 			go func(n int) {
@@ -306,6 +306,17 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 }
 
+// roundSize is the most jobs a claim round asks for: ClaimBatch, or with
+// jobs claimed ahead, where every claim is a round's (none is chained to
+// an outcome) and the jobs wait in the queue anyway, a quarter of the
+// capacity if more, so ClaimRounds rounds in flight can hold all of it.
+func (r *Runner) roundSize() int {
+	if r.later == nil {
+		return r.cfg.ClaimBatch
+	}
+	return max(r.cfg.ClaimBatch, r.capacity/4)
+}
+
 // minRound is the fewest jobs a claim round asks for while another is
 // under way: with jobs claimed ahead, slots come back one by one, and a
 // round per slot would cost a commit per job. The synchronous path's
@@ -314,7 +325,7 @@ func (r *Runner) minRound() int {
 	if r.later == nil {
 		return 1
 	}
-	return min(r.cfg.ClaimBatch, max(1, r.capacity/8))
+	return min(r.roundSize(), max(1, r.capacity/8))
 }
 
 type roundResult struct {
