@@ -286,3 +286,71 @@ func TestWriteLaterClaimsAhead(t *testing.T) {
 		t.Errorf("stats %v; want 10 succeeded", st)
 	}
 }
+
+// TestWriteLaterStopSendsNoJobClaimedAhead: a stopped Run sends none of
+// the jobs it claimed ahead; each ends as an attempt canceled before it
+// was sent, pending again and not counted against its budget.
+func TestWriteLaterStopSendsNoJobClaimedAhead(t *testing.T) {
+	t.Parallel()
+	db := openStore(t)
+	ls := &laterStore{DB: db, auto: true}
+	release := make(chan struct{})
+	var once sync.Once
+	done := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(done)
+	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request, _ int64, _ received) {
+		<-release
+		w.WriteHeader(http.StatusCreated)
+	})
+	var ids []string
+	for range 4 {
+		j := newJob(tg.URL())
+		enqueue(t, db, j)
+		ids = append(ids, j.ID)
+	}
+	cfg := testConfig(t)
+	cfg.UntilIdle = false
+	cfg.Workers, cfg.ClaimAhead = 1, 3
+	cfg.ShutdownGrace = runTimeout
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := startRun(ctx, runner.New(ls, cfg))
+	for end := time.Now().Add(runTimeout); ; time.Sleep(time.Millisecond) {
+		st, err := db.Stats()
+		if err != nil {
+			t.Fatalf("Stats: %v", err)
+		}
+		if st[store.StateRunning] == 4 && tg.N() == 1 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("stats %v, %d sent; want 4 running (1 sending, 3 ahead), 1 sent", st, tg.N())
+		}
+	}
+	cancel()
+	done()
+	if err := waitRun(t, ran); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := tg.N(); n != 1 {
+		t.Errorf("target received %d requests; want 1, the job sent before the stop", n)
+	}
+	succeeded, pending := 0, 0
+	for _, id := range ids {
+		j := getJob(t, db, id)
+		switch j.State {
+		case store.StateSucceeded:
+			succeeded++
+		case store.StatePending:
+			pending++
+			if left := j.MaxAttempts - (j.Attempts - j.AttemptBase); left != j.MaxAttempts {
+				t.Errorf("job %s claimed ahead, not sent: %d attempts left of %d; want the canceled one not counted", id, left, j.MaxAttempts)
+			}
+		default:
+			t.Errorf("job %s: %s; want succeeded (sent) or pending (claimed ahead, not sent)", id, j.State)
+		}
+	}
+	if succeeded != 1 || pending != 3 {
+		t.Errorf("%d succeeded, %d pending; want 1 and 3", succeeded, pending)
+	}
+}

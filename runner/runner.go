@@ -539,7 +539,7 @@ func (r *Runner) runTask(t task) {
 	s := &slot{host: t.host, wg: t.wg}
 	c, work := t.c, t.work
 	for {
-		work(t.ctx, s, c)
+		work(r.taskContext(t.ctx), s, c)
 		r.sent(s)
 		if s.queued {
 			return // the outcome's acknowledgement ends the job
@@ -555,6 +555,25 @@ func (r *Runner) runTask(t task) {
 		if c.Job.State == store.StateUnknown {
 			work = r.resolveUnknown
 		}
+	}
+}
+
+// taskContext is the context a worker works its next job in: ctx, or,
+// once Run is stopping with jobs claimed ahead, one already canceled, so
+// a job claimed ahead and not yet started ends as an attempt canceled
+// before it was sent (not counted against its budget) instead of holding
+// the shutdown up.
+func (r *Runner) taskContext(ctx context.Context) context.Context {
+	if r.later == nil {
+		return ctx
+	}
+	select {
+	case <-r.stopping:
+		stopped, cancel := context.WithCancel(ctx)
+		cancel()
+		return stopped
+	default:
+		return ctx
 	}
 }
 
