@@ -100,11 +100,12 @@ type Config struct {
 	ClaimBatch int
 	// ClaimAhead applies to a store that commits outcomes later
 	// (store.FinishLater): how many jobs beyond Workers the runner may
-	// hold, claimed ahead of a free worker or sent and waiting for their
-	// outcome's commit, so a worker's next send waits on neither commit.
-	// Each holds a claim (a lease and an attempt) and counts against its
-	// host's concurrency from its claim. Defaults to Workers; negative
-	// means none.
+	// hold claimed ahead of a free worker, so a worker's next send waits
+	// on no commit. Each holds a claim (a lease and an attempt) and counts
+	// against its host's concurrency from its claim. Jobs sent and
+	// waiting for their outcome's commit take no slot, up to
+	// Workers+ClaimAhead of them. Defaults to Workers; negative means
+	// none.
 	ClaimAhead int
 	// ShutdownGrace is how long in-flight attempts may run after Run's
 	// context is canceled before they are canceled too. Defaults to 10 s.

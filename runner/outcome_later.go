@@ -17,6 +17,9 @@ import (
 func (r *Runner) writeLater(s *slot, c store.Claim, fn store.TransitionFunc) {
 	s.queued = true
 	wg := s.wg
+	r.mu.Lock()
+	r.acking++
+	r.mu.Unlock()
 	// The outcome as fn made it, for a retry: fn runs once, here, so what
 	// it records for the caller is not written again from another
 	// goroutine.
@@ -41,6 +44,9 @@ func (r *Runner) writeLater(s *slot, c store.Claim, fn store.TransitionFunc) {
 func (r *Runner) acked(c store.Claim, fn store.TransitionFunc, want, j *store.Job, err error, wg *sync.WaitGroup) {
 	end := func() {
 		r.release(c.Job.ID)
+		r.mu.Lock()
+		r.acking--
+		r.mu.Unlock()
 		r.jobDone(wg)
 	}
 	if err == nil {

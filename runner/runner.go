@@ -53,6 +53,9 @@ type Runner struct {
 	mu       sync.Mutex
 	inflight int
 	reserved int
+	// acking counts the jobs of inflight whose outcome is queued and not
+	// yet acknowledged (outcome_later.go).
+	acking int
 	// failed holds the first store.ErrFailed a write met: Run stops with it.
 	failed atomic.Pointer[error]
 	// renewedAt is the clock reading (unix nanoseconds) the lease was
@@ -256,10 +259,10 @@ func (r *Runner) Run(ctx context.Context) error {
 				break collect
 			}
 		}
-		free := r.capacity - r.load()
+		free := r.capacity - r.claimLoad()
 		if el := time.Since(start); el < r.cfg.StartupSpread {
 			ramp := max(1, int(int64(r.capacity)*int64(el)/int64(r.cfg.StartupSpread)))
-			free = min(free, ramp-r.load())
+			free = min(free, ramp-r.claimLoad())
 		}
 		// Claim rounds overlap: each round waits for its commit, and while
 		// it does, the next one claims the slots freed meanwhile. Rounds
@@ -361,6 +364,19 @@ func (r *Runner) unreserve(n int) {
 // load is the slots taken: jobs held (being worked, claimed ahead, or
 // waiting for their outcome's commit) plus slots reserved by claim rounds
 // in flight.
+// claimLoad is the slots a claim round counts: the jobs not yet sent or
+// being sent, plus slots reserved. Jobs sent and waiting for their
+// outcome's commit take none, unless as many wait as the capacity: then
+// every slot, until commits catch up.
+func (r *Runner) claimLoad() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.acking >= r.capacity {
+		return r.capacity
+	}
+	return r.inflight - r.acking + r.reserved
+}
+
 func (r *Runner) load() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
