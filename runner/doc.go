@@ -26,8 +26,8 @@
 // A store that commits outcomes later (store.FinishLater: Postgres) takes
 // a worker's outcome without making it wait for the commit, and the
 // worker's next job comes from claim rounds made ahead: the runner holds
-// up to Workers+ClaimAhead jobs, claimed ahead or waiting for their
-// outcome's commit, each claim committed before its job is handed out. A
+// up to Workers+ClaimAhead jobs claimed and not yet sent, each claim
+// committed before its job is handed out. A
 // job ends (its slot, the hooks, Run's wait) when its outcome's commit is
 // acknowledged; an outcome lost to a crash leaves the job running under
 // its claim, to be rescued into unknown and asked about.
