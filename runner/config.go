@@ -102,7 +102,18 @@ type Config struct {
 	// once. Defaults to 4.
 	ClaimRounds int
 	// ClaimBatch is the most jobs one claim round takes. Defaults to 32.
+	// With jobs claimed ahead (ClaimAhead), a round takes up to a quarter
+	// of Workers+ClaimAhead when that is more.
 	ClaimBatch int
+	// ClaimAhead applies to a store that commits outcomes later
+	// (store.FinishLater): how many jobs beyond Workers the runner may
+	// hold claimed ahead of a free worker, so a worker's next send waits
+	// on no commit. Each holds a claim (a lease and an attempt) and counts
+	// against its host's concurrency from its claim. Jobs sent and
+	// waiting for their outcome's commit take no slot, up to
+	// Workers+ClaimAhead of them. Defaults to Workers; negative means
+	// none.
+	ClaimAhead int
 	// ShutdownGrace is how long in-flight attempts may run after Run's
 	// context is canceled before they are canceled too. Defaults to 10 s.
 	ShutdownGrace time.Duration
@@ -298,6 +309,10 @@ func (c *Config) setDefaults() {
 	if c.ClaimBatch <= 0 {
 		c.ClaimBatch = DefaultClaimBatch
 	}
+	if c.ClaimAhead == 0 {
+		c.ClaimAhead = c.Workers
+	}
+	c.ClaimAhead = max(c.ClaimAhead, 0)
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
 	}

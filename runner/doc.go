@@ -29,6 +29,15 @@
 // swap on the stored record, so a round and a chained claim never take the
 // same job. Once Run is stopping, outcome writes claim nothing more.
 //
+// A store that commits outcomes later (store.FinishLater: Postgres) takes
+// a worker's outcome without making it wait for the commit, and the
+// worker's next job comes from claim rounds made ahead: the runner holds
+// up to Workers+ClaimAhead jobs claimed and not yet sent, each claim
+// committed before its job is handed out. A
+// job ends (its slot, the hooks, Run's wait) when its outcome's commit is
+// acknowledged; an outcome lost to a crash leaves the job running under
+// its claim, to be rescued into unknown and asked about.
+//
 // Attempts go out through the runner's own HTTP/1.1 transport (internal/h1),
 // which sends each request once and never again: it has no retry path. Go's
 // http.Transport (used for proxied requests, or for all with

@@ -30,10 +30,14 @@ var ErrNotAllowed = errors.New("runner: target not allowed")
 
 // Runner works jobs from a Store.
 type Runner struct {
-	store   Store
-	cfg     Config
-	checker statusquery.Checker
-	custom  bool
+	store Store
+	cfg   Config
+	// later, when the store has it, takes outcomes to commit after the
+	// call (outcome.go); the runner then holds up to capacity jobs.
+	later    store.FinishLater
+	capacity int
+	checker  statusquery.Checker
+	custom   bool
 
 	randMu sync.Mutex
 
@@ -49,6 +53,9 @@ type Runner struct {
 	mu       sync.Mutex
 	inflight int
 	reserved int
+	// acking counts the jobs of inflight whose outcome is queued and not
+	// yet acknowledged (outcome_later.go).
+	acking int
 	// failed holds the first store.ErrFailed a write met: Run stops with it.
 	failed atomic.Pointer[error]
 	// renewedAt is the clock reading (unix nanoseconds) the lease was
@@ -98,7 +105,16 @@ func New(s Store, cfg Config) *Runner {
 		held:  map[string]struct{}{},
 	}
 	r.waitNoted.Store(-1)
-	r.traffic = newTraffic(cfg.trafficConfig(), s, cfg.Now, cfg.Logger)
+	r.capacity = cfg.Workers
+	tc := cfg.trafficConfig()
+	if fl, ok := s.(store.FinishLater); ok {
+		r.later = fl
+		r.capacity += cfg.ClaimAhead
+		// A host's slots count the jobs held for it, claimed ahead or
+		// sending: a host alone may fill the runner's capacity.
+		tc.workers = r.capacity
+	}
+	r.traffic = newTraffic(tc, s, cfg.Now, cfg.Logger)
 	if cfg.Checker != nil {
 		r.checker, r.custom = cfg.Checker, true
 	} else if cfg.HTTPChecker != nil {
@@ -192,8 +208,8 @@ func (r *Runner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup // jobs being worked
 	defer wg.Wait()
 	// A fixed pool of worker goroutines: their stacks grow once, not once
-	// per job.
-	tasks := make(chan task, r.cfg.Workers)
+	// per job. Jobs claimed ahead wait in the queue for a free worker.
+	tasks := make(chan task, r.capacity)
 	var pool sync.WaitGroup
 	for range r.cfg.Workers {
 		pool.Add(1)
@@ -243,18 +259,18 @@ func (r *Runner) Run(ctx context.Context) error {
 				break collect
 			}
 		}
-		free := r.cfg.Workers - r.load()
+		free := r.capacity - r.claimLoad()
 		if el := time.Since(start); el < r.cfg.StartupSpread {
-			ramp := max(1, int(int64(r.cfg.Workers)*int64(el)/int64(r.cfg.StartupSpread)))
-			free = min(free, ramp-r.load())
+			ramp := max(1, int(int64(r.capacity)*int64(el)/int64(r.cfg.StartupSpread)))
+			free = min(free, ramp-r.claimLoad())
 		}
 		// Claim rounds overlap: each round waits for its commit, and while
 		// it does, the next one claims the slots freed meanwhile. Rounds
 		// skip each other's candidates, so they do not collide.
-		if free > 0 && inRounds < r.cfg.ClaimRounds && !short {
+		if free > 0 && inRounds < r.cfg.ClaimRounds && !short && (inRounds == 0 || free >= r.minRound()) {
 			// Small rounds keep the first jobs of a round from waiting on
 			// the decoding of the last ones.
-			free = min(free, r.cfg.ClaimBatch)
+			free = min(free, r.roundSize())
 			r.reserve(free)
 			inRounds++
 			go func(n int) {
@@ -293,6 +309,28 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 }
 
+// roundSize is the most jobs a claim round asks for: ClaimBatch, or with
+// jobs claimed ahead, where every claim is a round's (none is chained to
+// an outcome) and the jobs wait in the queue anyway, a quarter of the
+// capacity if more, so ClaimRounds rounds in flight can hold all of it.
+func (r *Runner) roundSize() int {
+	if r.later == nil {
+		return r.cfg.ClaimBatch
+	}
+	return max(r.cfg.ClaimBatch, r.capacity/4)
+}
+
+// minRound is the fewest jobs a claim round asks for while another is
+// under way: with jobs claimed ahead, slots come back one by one, and a
+// round per slot would cost a commit per job. The synchronous path's
+// slots mostly come back chained to an outcome, so any number goes.
+func (r *Runner) minRound() int {
+	if r.later == nil {
+		return 1
+	}
+	return min(r.roundSize(), max(1, r.capacity/8))
+}
+
 type roundResult struct {
 	short bool
 	err   error
@@ -323,8 +361,22 @@ func (r *Runner) unreserve(n int) {
 	r.mu.Unlock()
 }
 
-// load is the slots taken: jobs being worked plus slots reserved by claim
-// rounds in flight.
+// load is the slots taken: jobs held (being worked, claimed ahead, or
+// waiting for their outcome's commit) plus slots reserved by claim rounds
+// in flight.
+// claimLoad is the slots a claim round counts: the jobs not yet sent or
+// being sent, plus slots reserved. Jobs sent and waiting for their
+// outcome's commit take none, unless as many wait as the capacity: then
+// every slot, until commits catch up.
+func (r *Runner) claimLoad() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.acking >= r.capacity {
+		return r.capacity
+	}
+	return r.inflight - r.acking + r.reserved
+}
+
 func (r *Runner) load() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -459,6 +511,23 @@ type slot struct {
 	host, nextHost string
 	// freed is set once the job's send ended and its host slot is back.
 	freed bool
+	// wg counts the job until it ends; queued is set once its outcome is
+	// queued to be committed later, whose acknowledgement ends it.
+	wg     *sync.WaitGroup
+	queued bool
+}
+
+// jobDone ends a job of the runner's: it no longer takes a slot, and Run
+// no longer waits for it.
+func (r *Runner) jobDone(wg *sync.WaitGroup) {
+	r.mu.Lock()
+	r.inflight--
+	r.mu.Unlock()
+	select {
+	case r.done <- struct{}{}:
+	default:
+	}
+	wg.Done()
 }
 
 // sent gives back the host slot of the job s works, once: its send is
@@ -471,7 +540,7 @@ func (r *Runner) sent(s *slot) {
 }
 
 // start hands a claimed job to the worker pool. It never blocks: the pool's
-// queue holds Workers tasks and no more than Workers jobs are claimed.
+// queue holds capacity tasks and no more than capacity jobs are held.
 func (r *Runner) start(ctx context.Context, wg *sync.WaitGroup, c store.Claim, host string, work workFunc) {
 	r.mu.Lock()
 	r.inflight++
@@ -483,23 +552,17 @@ func (r *Runner) start(ctx context.Context, wg *sync.WaitGroup, c store.Claim, h
 }
 
 func (r *Runner) runTask(t task) {
-	defer t.wg.Done()
-	defer func() {
-		r.mu.Lock()
-		r.inflight--
-		r.mu.Unlock()
-		select {
-		case r.done <- struct{}{}:
-		default:
-		}
-	}()
-	s := &slot{host: t.host}
+	s := &slot{host: t.host, wg: t.wg}
 	c, work := t.c, t.work
 	for {
-		work(t.ctx, s, c)
-		r.release(c.Job.ID)
+		work(r.taskContext(t.ctx), s, c)
 		r.sent(s)
+		if s.queued {
+			return // the outcome's acknowledgement ends the job
+		}
+		r.release(c.Job.ID)
 		if s.next == nil {
+			r.jobDone(t.wg)
 			return
 		}
 		c, s.next, s.host, s.freed = *s.next, nil, s.nextHost, false
@@ -508,6 +571,25 @@ func (r *Runner) runTask(t task) {
 		if c.Job.State == store.StateUnknown {
 			work = r.resolveUnknown
 		}
+	}
+}
+
+// taskContext is the context a worker works its next job in: ctx, or,
+// once Run is stopping with jobs claimed ahead, one already canceled, so
+// a job claimed ahead and not yet started ends as an attempt canceled
+// before it was sent (not counted against its budget) instead of holding
+// the shutdown up.
+func (r *Runner) taskContext(ctx context.Context) context.Context {
+	if r.later == nil {
+		return ctx
+	}
+	select {
+	case <-r.stopping:
+		stopped, cancel := context.WithCancel(ctx)
+		cancel()
+		return stopped
+	default:
+		return ctx
 	}
 }
 
@@ -569,14 +651,17 @@ func (r *Runner) shutdown(wg *sync.WaitGroup, cancelWork context.CancelFunc) err
 // write is FinishClaim plus logging and the test hook: it writes the
 // outcome of c and, unless Run is stopping, claims the worker's next job
 // into s.next in the same commit. A fenced write means a newer claim owns
-// the job; it is logged and dropped.
+// the job; it is logged and dropped. With a store that commits outcomes
+// later, the outcome is queued instead (writeLater) and nothing chained.
 func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
+	if r.later != nil && s != nil {
+		r.writeLater(s, c, fn)
+		return
+	}
 	// Outcome writes must land even during shutdown, so they do not use the
 	// run context. A failed write is tried again with backoff until the
 	// runner stops; then the job stays as claimed (running stays running)
 	// and recovery turns it unknown on the next start.
-	wait := 50 * time.Millisecond
-	unconfirmed := false // an earlier try's commit was not confirmed
 	var plan *store.NextClaim
 	var adm *admissions
 	if r.mayChain() {
@@ -585,32 +670,33 @@ func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 		adm = r.traffic.round()
 		plan.SkipHosts, plan.Admit = r.traffic.skipHosts(plan.Now), adm.admit
 	}
+	j, next, err := r.store.FinishClaim(context.Background(), c, fn, plan)
+	// The first try also claims the worker's next job in the same
+	// commit; retries after a failure only write the outcome.
+	if plan != nil {
+		s.nextHost = adm.settle(next)[0]
+		if next != nil {
+			r.hold(next.Job.ID)
+		}
+		r.noteClaimErr(err)
+		r.claimGate.RUnlock()
+	}
+	if err == nil {
+		s.next = next
+		r.written(c.Job, j)
+		return
+	}
+	r.writeAgain(c, fn, err)
+}
+
+// writeAgain handles err, the failure of the first write of c's outcome:
+// a failed write is tried again with backoff until it lands, is refused,
+// or the runner stops (then the job stays as claimed, running stays
+// running, and recovery turns it unknown on the next start).
+func (r *Runner) writeAgain(c store.Claim, fn store.TransitionFunc, err error) {
+	wait := 50 * time.Millisecond
+	unconfirmed := false // an earlier try's commit was not confirmed
 	for {
-		j, next, err := r.store.FinishClaim(context.Background(), c, fn, plan)
-		// The first try also claims the worker's next job in the same
-		// commit; retries after a failure only write the outcome.
-		if plan != nil {
-			s.nextHost = adm.settle(next)[0]
-			if next != nil {
-				r.hold(next.Job.ID)
-			}
-			r.noteClaimErr(err)
-			r.claimGate.RUnlock()
-			plan = nil
-		}
-		if err == nil {
-			s.next = next
-			r.logEnd(c.Job, j)
-			if r.cfg.OnWrite != nil {
-				r.cfg.OnWrite(j)
-			}
-			if r.cfg.OnEvent != nil {
-				if e, ok := eventDone(c.Job, j); ok {
-					r.cfg.OnEvent(j, e)
-				}
-			}
-			return
-		}
 		if errors.Is(err, store.ErrFenced) {
 			if unconfirmed {
 				r.cfg.Logger.Info("outcome refused by the fence after a try whose commit was not confirmed: that try landed, or the job was rescued since", "job", c.Job.ID)
@@ -647,6 +733,26 @@ func (r *Runner) write(s *slot, c store.Claim, fn store.TransitionFunc) {
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 5*time.Second)
+		var j *store.Job
+		j, _, err = r.store.FinishClaim(context.Background(), c, fn, nil)
+		if err == nil {
+			r.written(c.Job, j)
+			return
+		}
+	}
+}
+
+// written reports a landed outcome write from before to after: the job's
+// end in the log, and the OnWrite and OnEvent hooks.
+func (r *Runner) written(before, after *store.Job) {
+	r.logEnd(before, after)
+	if r.cfg.OnWrite != nil {
+		r.cfg.OnWrite(after)
+	}
+	if r.cfg.OnEvent != nil {
+		if e, ok := eventDone(before, after); ok {
+			r.cfg.OnEvent(after, e)
+		}
 	}
 }
 

@@ -19,8 +19,8 @@ import (
 // in one transaction: the due jobs are read oldest first through the
 // state index and locked FOR UPDATE SKIP LOCKED, so concurrent claimers,
 // in this process or another, pass over each other's jobs instead of
-// waiting for them and never claim one twice; each is then rewritten as
-// claimed. The claim is committed when ClaimDue returns.
+// waiting for them and never claim one twice; they are then rewritten as
+// claimed in one statement. The claim is committed when ClaimDue returns.
 //
 // Jobs of req.SkipHosts are passed over by the query itself, on the host
 // column, without reading their records. req.Admit is asked about a job
@@ -41,15 +41,6 @@ func (db *DB) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Cla
 	var out []store.Claim
 	err := db.tx(ctx, func(tx pgx.Tx) error {
 		out = out[:0]
-		if req.Owner != "" {
-			alive, err := db.alive(ctx, tx, req.Owner, req.Now)
-			if err != nil {
-				return err
-			}
-			if !alive {
-				return fmt.Errorf("%w: runner %s claims without a live lease", store.ErrLeaseLost, req.Owner)
-			}
-		}
 		// A record that does not decode is passed over (Check reports
 		// it), and the query asks again for more in its place, past the
 		// jobs this transaction holds already (its own locks do not make
@@ -60,9 +51,37 @@ func (db *DB) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Cla
 		// jobs passed over end the call: Admit is asked boundedly often.
 		hosts := skipList(req.SkipHosts)
 		passed := 0
-		b := &pgx.Batch{}
+		var claims manyCols
+		// The owner's lease is checked in the round trip of the first
+		// search: a claim refused for it rolls back what the search
+		// locked.
+		var first pgx.BatchResults
+		if req.Owner != "" {
+			b := &pgx.Batch{}
+			b.Queue(db.q.leaseExpires, req.Owner)
+			b.Queue(db.q.due, string(s), nanos(req.Now), skip, req.Limit, hosts)
+			first = tx.SendBatch(ctx, b)
+			defer func() {
+				if first != nil {
+					first.Close()
+				}
+			}()
+			alive, err := leaseAlive(first.QueryRow(), req.Now)
+			if err != nil {
+				return err
+			}
+			if !alive {
+				return fmt.Errorf("%w: runner %s claims without a live lease", store.ErrLeaseLost, req.Owner)
+			}
+		}
 		for len(out) < req.Limit && passed < 4*req.Limit {
-			rows, err := tx.Query(ctx, db.q.due, string(s), nanos(req.Now), skip, req.Limit-len(out), hosts)
+			var rows pgx.Rows
+			var err error
+			if first != nil {
+				rows, err = first.Query()
+			} else {
+				rows, err = tx.Query(ctx, db.q.due, string(s), nanos(req.Now), skip, req.Limit-len(out), hosts)
+			}
 			if err != nil {
 				return err
 			}
@@ -91,10 +110,17 @@ func (db *DB) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Cla
 					rows.Close()
 					return err
 				}
-				b.Queue(db.q.update, c.updateArgs()...)
+				claims.add(c)
 				out = append(out, store.ClaimOf(j))
 			}
 			rows.Close()
+			if first != nil {
+				err := first.Close()
+				first = nil
+				if err != nil {
+					return err
+				}
+			}
 			if err := rows.Err(); err != nil {
 				return err
 			}
@@ -102,10 +128,12 @@ func (db *DB) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Cla
 				break
 			}
 		}
-		if b.Len() == 0 {
+		if len(claims.id) == 0 {
 			return nil
 		}
-		return tx.SendBatch(ctx, b).Close()
+		// One statement writes every claim.
+		_, err := tx.Exec(ctx, db.q.updateMany, claims.args()...)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -115,8 +143,14 @@ func (db *DB) ClaimDue(ctx context.Context, req store.ClaimRequest) ([]store.Cla
 
 // alive reports whether runner owner holds a live lease at now.
 func (db *DB) alive(ctx context.Context, tx pgx.Tx, owner string, now time.Time) (bool, error) {
+	return leaseAlive(tx.QueryRow(ctx, db.q.leaseExpires, owner), now)
+}
+
+// leaseAlive reads the answer of a leaseExpires query: whether the lease
+// is live at now.
+func leaseAlive(row pgx.Row, now time.Time) (bool, error) {
 	var expires int64
-	err := tx.QueryRow(ctx, db.q.leaseExpires, owner).Scan(&expires)
+	err := row.Scan(&expires)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}

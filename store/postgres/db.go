@@ -90,6 +90,9 @@ type DB struct {
 	beforeCommit func(ctx context.Context, backendPID uint32)
 	// finishes groups concurrent FinishClaims into shared transactions.
 	finishes finishGroup
+	// later counts the finishes FinishClaimLater queued and not yet
+	// done; Close waits for them (finishlater.go).
+	later laterFinishes
 }
 
 var (
@@ -97,6 +100,8 @@ var (
 	_ store.Located = (*DB)(nil)
 	_ store.Clock   = (*DB)(nil)
 	_ store.Wakeups = (*DB)(nil)
+
+	_ store.FinishLater = (*DB)(nil)
 )
 
 // Open connects to the database at url (a postgres:// URL or a keyword
@@ -181,6 +186,8 @@ func (db *DB) Schema() string { return db.schema }
 // Wakeups' channels close, and the listener and the clock's measurements
 // stop.
 func (db *DB) Close() error {
+	// Queued finishes are acknowledged writes to be: they land first.
+	db.later.drain()
 	if db.closed.Swap(true) {
 		return nil
 	}

@@ -37,6 +37,8 @@ var methodTests = map[string][]string{
 	"Rescue":      {"RescueNoLeases", "RescueLeases", "ClaimExpiredOwner", "FinishFenced"},
 	"ClaimDue":    {"ClaimDueOrder", "ClaimDueUnknown", "ClaimDueConcurrent", "ClaimDueOwner", "ClaimExpiredOwner", "ClaimSkipHosts", "ClaimAdmit"},
 	"FinishClaim": {"Transitions", "FinishFenced", "FinishRefusals", "FinishStaleClaim", "FinishNext", "FinishNextConcurrent", "FinishNextHosts"},
+	// FinishLater, of the backends that have it.
+	"FinishClaimLater": {"FinishLater", "FinishLaterClose"},
 	// Hosts.
 	"HostPolicies":     {"HostPolicies", "HostPolicyConcurrent"},
 	"UpdateHostPolicy": {"HostPolicies", "HostPolicyConcurrent"},
@@ -46,8 +48,9 @@ var methodTests = map[string][]string{
 	"Close": {"Close"},
 }
 
-// contracts are the interfaces every backend implements.
-var contracts = []reflect.Type{reflect.TypeFor[store.Store]()}
+// contracts are the interfaces of the contract (FinishLater only of the
+// backends that implement it).
+var contracts = []reflect.Type{reflect.TypeFor[store.Store](), reflect.TypeFor[store.FinishLater]()}
 
 // testEveryMethod fails when a method of the contracts has no contract
 // test named in methodTests, or methodTests names a test the suite lacks.

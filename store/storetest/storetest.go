@@ -80,6 +80,8 @@ func suite() []suiteTest {
 		{"ClaimSkipHosts", testClaimSkipHosts},
 		{"ClaimAdmit", testClaimAdmit},
 		{"FinishNextHosts", testFinishNextHosts},
+		{"FinishLater", testFinishLater},
+		{"FinishLaterClose", testFinishLaterClose},
 	}
 }
 
