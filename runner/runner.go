@@ -456,9 +456,9 @@ func (r *Runner) claimAndStart(ctx, workCtx context.Context, wg *sync.WaitGroup,
 	if free -= len(pend); free <= 0 {
 		return started, nil
 	}
-	adm = r.traffic.round()
+	adm = r.traffic.queryRound()
 	unk, err := r.store.ClaimDue(ctx, store.ClaimRequest{State: store.StateUnknown, Now: now, Limit: free, Owner: plan.Owner, Prepare: plan.Unknown,
-		SkipHosts: r.traffic.skipHosts(now), Admit: adm.admit})
+		SkipHosts: r.traffic.skipQueries(now), Admit: adm.admit})
 	hosts = adm.settle(claimPtrs(unk)...)
 	if err != nil {
 		r.noteClaimErr(err)

@@ -35,9 +35,11 @@ type traffic struct {
 	state    map[string]*hostState
 	// skip is the hosts passed over as of skipAt; dirty forces a rebuild,
 	// expires is when it must be rebuilt anyway.
-	skip    []string
-	dirty   bool
-	expires time.Time
+	// skipQuery is the same for status queries, which may probe a host
+	// whose breaker is open (see blocked).
+	skip, skipQuery []string
+	dirty           bool
+	expires         time.Time
 }
 
 // trafficConfig is traffic's part of Config.
@@ -72,6 +74,9 @@ type hostState struct {
 	n429, n5xx   uint64
 	failures     uint64
 	recent       recent // the same, over the last store.TrafficWindow
+	// probing: a status query is in flight that an open breaker let
+	// through; at most one at a time.
+	probing bool
 }
 
 func newTraffic(cfg trafficConfig, s any, now func() time.Time, log *slog.Logger) *traffic {
@@ -204,9 +209,13 @@ func (t *traffic) applyRate(h *hostState, p store.HostPolicy, now time.Time) {
 	h.limRate, h.limBurst = r, burst
 }
 
-// blocked says whether host h may not take a send at now, and until when
-// at the latest that answer holds; t.mu is held.
-func (t *traffic) blocked(host string, h *hostState, now time.Time) (bool, time.Time) {
+// blocked says whether host h may not take a send (query: a status
+// query) at now, and until when at the latest that answer holds; t.mu is
+// held. An open breaker still lets one status query at a time through:
+// a host whose creates time out may answer its status endpoint, and its
+// unknown jobs should not wait out the cool-down; an answer closes the
+// breaker, and a query that fails holds one worker for its timeout.
+func (t *traffic) blocked(host string, h *hostState, now time.Time, query bool) (bool, time.Time) {
 	p := t.policy(host)
 	if p.Paused {
 		return true, time.Time{}
@@ -218,7 +227,7 @@ func (t *traffic) blocked(host string, h *hostState, now time.Time) (bool, time.
 		t.logBreaker(host, h)
 	}
 	switch {
-	case h.breaker.state == breakerOpen:
+	case h.breaker.state == breakerOpen && (!query || h.probing):
 		return true, h.breaker.until
 	case h.throttle.held(now):
 		return true, h.throttle.hold
@@ -235,19 +244,34 @@ func (t *traffic) blocked(host string, h *hostState, now time.Time) (bool, time.
 	return false, time.Time{}
 }
 
-// skipHosts returns the hosts a claim passes over at now, nil when none.
-func (t *traffic) skipHosts(now time.Time) []string {
+// skipHosts returns the hosts a claim of sends passes over at now, nil
+// when none.
+func (t *traffic) skipHosts(now time.Time) []string { return t.skipFor(now, false) }
+
+// skipQueries is skipHosts for a claim of status queries.
+func (t *traffic) skipQueries(now time.Time) []string { return t.skipFor(now, true) }
+
+func (t *traffic) skipFor(now time.Time, query bool) []string {
 	t.refresh(now)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.dirty && (t.expires.IsZero() || now.Before(t.expires)) {
-		return t.skip
+	if t.dirty || (!t.expires.IsZero() && !now.Before(t.expires)) {
+		t.rebuildSkip(now)
 	}
-	var skip []string
+	if query {
+		return t.skipQuery
+	}
+	return t.skip
+}
+
+// rebuildSkip computes both skip lists; t.mu is held.
+func (t *traffic) rebuildSkip(now time.Time) {
+	var skip, skipQuery []string
 	var next time.Time
 	for host, p := range t.policies {
 		if p.Paused && host != store.DefaultHost {
 			skip = append(skip, host)
+			skipQuery = append(skipQuery, host)
 		}
 	}
 	for host, h := range t.state {
@@ -258,27 +282,30 @@ func (t *traffic) skipHosts(now time.Time) []string {
 			delete(t.state, host) // forgotten: a new start
 			continue
 		}
-		if b, until := t.blocked(host, h, now); b {
+		if b, until := t.blocked(host, h, now, false); b {
 			skip = append(skip, host)
 			if !until.IsZero() && (next.IsZero() || until.Before(next)) {
 				next = until
 			}
 		}
+		if b, _ := t.blocked(host, h, now, true); b {
+			skipQuery = append(skipQuery, host)
+		}
 	}
-	t.skip, t.dirty, t.expires = skip, false, next
+	t.skip, t.skipQuery, t.dirty, t.expires = skip, skipQuery, false, next
 	if reload := t.loadedAt.Add(t.cfg.reload); t.hosts != nil && (t.expires.IsZero() || reload.Before(t.expires)) {
 		t.expires = reload
 	}
-	return skip
 }
 
-// admit takes a slot and a token for one send to host, or refuses.
-func (t *traffic) admit(host string) bool {
+// admit takes a slot and a token for one send (query: a status query)
+// to host, or refuses.
+func (t *traffic) admit(host string, query bool) bool {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h := t.host(host, now)
-	if b, _ := t.blocked(host, h, now); b || (h.lim != nil && !h.lim.AllowN(now, 1)) {
+	if b, _ := t.blocked(host, h, now, query); b || (h.lim != nil && !h.lim.AllowN(now, 1)) {
 		if h.lim != nil && h.lim.TokensAt(now) < 1 {
 			h.waits++
 		}
@@ -288,10 +315,25 @@ func (t *traffic) admit(host string) bool {
 	h.inflight++
 	h.sends++
 	h.recent.add(now, figSend)
+	if query && h.breaker.state == breakerOpen {
+		h.probing = true
+		t.dirty = true
+	}
 	if h.inflight >= t.concurrency(h, t.policy(host)) || h.lim != nil {
 		t.dirty = true
 	}
 	return true
+}
+
+// queried ends the status query to host an open breaker let through, if
+// one was in flight: what it showed is observed next.
+func (t *traffic) queried(host string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h := t.state[host]; h != nil && h.probing {
+		h.probing = false
+		t.dirty = true
+	}
 }
 
 // release gives back a slot admit took.
@@ -449,6 +491,7 @@ func (t *traffic) logBreaker(host string, h *hostState) {
 // promises of jobs that were not claimed after all are given back.
 type admissions struct {
 	t     *traffic
+	query bool // the claim is of status queries
 	mu    sync.Mutex
 	hosts map[string]int
 	order []string // the hosts admitted, in order
@@ -456,9 +499,12 @@ type admissions struct {
 
 func (t *traffic) round() *admissions { return &admissions{t: t} }
 
+// queryRound is round for a claim of status queries.
+func (t *traffic) queryRound() *admissions { return &admissions{t: t, query: true} }
+
 // admit is ClaimRequest.Admit.
 func (a *admissions) admit(host string) bool {
-	if !a.t.admit(host) {
+	if !a.t.admit(host, a.query) {
 		return false
 	}
 	a.mu.Lock()
@@ -571,6 +617,7 @@ func (r *Runner) observeQuery(ctx context.Context, host string, ans statusquery.
 	case ans.HTTPStatus == 0:
 		o = outcomeFailed
 	}
+	r.traffic.queried(host)
 	r.traffic.observe(host, o, ans.HTTPStatus, 0)
 }
 

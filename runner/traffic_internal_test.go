@@ -33,26 +33,26 @@ func TestTrafficSkipAndAdmit(t *testing.T) {
 	if got := tr.skipHosts(now); !slices.Equal(got, []string{"paused.example"}) {
 		t.Fatalf("skip = %v, want the paused host", got)
 	}
-	if tr.admit("paused.example") {
+	if tr.admit("paused.example", false) {
 		t.Error("admitted a send to a paused host")
 	}
-	if !tr.admit("one.example") || tr.admit("one.example") {
+	if !tr.admit("one.example", false) || tr.admit("one.example", false) {
 		t.Error("a host of concurrency 1 did not take exactly one send")
 	}
 	if got := tr.skipHosts(now); !slices.Contains(got, "one.example") {
 		t.Errorf("skip = %v, want the full host in it", got)
 	}
 	tr.release("one.example")
-	if got := tr.skipHosts(now); slices.Contains(got, "one.example") || !tr.admit("one.example") {
+	if got := tr.skipHosts(now); slices.Contains(got, "one.example") || !tr.admit("one.example", false) {
 		t.Errorf("after release: skip = %v, want the host taking sends again", got)
 	}
 	// A new host takes half the workers until it answers.
 	for i := range 4 {
-		if !tr.admit("new.example") {
+		if !tr.admit("new.example", false) {
 			t.Fatalf("new host refused its send %d", i+1)
 		}
 	}
-	if tr.admit("new.example") {
+	if tr.admit("new.example", false) {
 		t.Error("a new host took more than half the workers before any answer")
 	}
 }
@@ -64,7 +64,7 @@ func TestTrafficRate(t *testing.T) {
 	tr.skipHosts(now)
 	n := 0
 	for range 10 {
-		if tr.admit("r.example") {
+		if tr.admit("r.example", false) {
 			n++
 			tr.release("r.example")
 		}
@@ -74,7 +74,7 @@ func TestTrafficRate(t *testing.T) {
 	}
 	now = now.Add(time.Second)
 	for range 10 {
-		if tr.admit("r.example") {
+		if tr.admit("r.example", false) {
 			n++
 			tr.release("r.example")
 		}
@@ -101,7 +101,7 @@ func TestAdmissionsSettle(t *testing.T) {
 	if !slices.Equal(hosts, []string{"a.example", ""}) {
 		t.Errorf("settle = %v", hosts)
 	}
-	if !tr.admit("a.example") || tr.admit("a.example") {
+	if !tr.admit("a.example", false) || tr.admit("a.example", false) {
 		t.Error("the unclaimed job's slot was not given back")
 	}
 }
@@ -112,7 +112,7 @@ func TestTrafficIsolation(t *testing.T) {
 	now := time.Unix(1000, 0)
 	tr := testTraffic(&now)
 	for range 4 {
-		if !tr.admit("sick.example") {
+		if !tr.admit("sick.example", false) {
 			t.Fatal("refused")
 		}
 	}
@@ -123,14 +123,14 @@ func TestTrafficIsolation(t *testing.T) {
 	if tr.state["sick.example"].limit != 2 {
 		t.Errorf("limit after failures = %v, want a quarter of 8 workers", tr.state["sick.example"].limit)
 	}
-	tr.admit("sick.example")
+	tr.admit("sick.example", false)
 	tr.release("sick.example")
 	tr.observe("sick.example", outcomeFailed, 0, 0)
-	if got := tr.skipHosts(now); !slices.Equal(got, []string{"sick.example"}) || tr.admit("sick.example") {
+	if got := tr.skipHosts(now); !slices.Equal(got, []string{"sick.example"}) || tr.admit("sick.example", false) {
 		t.Fatalf("after 5 failures skip = %v, want the breaker open", got)
 	}
 	now = now.Add(DefaultBreakerCooldown)
-	if got := tr.skipHosts(now); len(got) != 0 || !tr.admit("sick.example") || tr.admit("sick.example") {
+	if got := tr.skipHosts(now); len(got) != 0 || !tr.admit("sick.example", false) || tr.admit("sick.example", false) {
 		t.Fatalf("after the cool-down skip = %v; want exactly one probe", got)
 	}
 	tr.release("sick.example")
@@ -167,7 +167,7 @@ func TestTrafficPartlyFailingHost(t *testing.T) {
 	now := time.Unix(1000, 0)
 	tr := testTraffic(&now)
 	for i := range 40 {
-		if !tr.admit("flaky.example") {
+		if !tr.admit("flaky.example", false) {
 			t.Fatalf("send %d refused", i)
 		}
 		tr.release("flaky.example")
@@ -187,5 +187,53 @@ func TestTrafficPartlyFailingHost(t *testing.T) {
 	}
 	if h.throttle.rate != 0 || h.throttle.held(now) {
 		t.Errorf("throttle rate %v, held %v after one push-back in eight answers; want none", h.throttle.rate, h.throttle.held(now))
+	}
+}
+
+// An open breaker holds back sends but lets one status query at a time
+// through; an answered query closes the breaker, a failed one leaves it
+// open and lets the next query through.
+func TestTrafficOpenBreakerLetsOneQueryThrough(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tr := testTraffic(&now)
+	for range 5 {
+		tr.admit("slow.example", false)
+		tr.release("slow.example")
+		tr.observe("slow.example", outcomeFailed, 0, 0)
+	}
+	if got := tr.skipHosts(now); !slices.Contains(got, "slow.example") {
+		t.Fatalf("sends skip %v; want the breaker open", got)
+	}
+	if got := tr.skipQueries(now); slices.Contains(got, "slow.example") {
+		t.Fatalf("queries skip %v; want one query let through", got)
+	}
+	if !tr.admit("slow.example", true) {
+		t.Fatal("status query refused by an open breaker")
+	}
+	if tr.admit("slow.example", true) || tr.admit("slow.example", false) {
+		t.Fatal("a second query, or a send, admitted while the probe is in flight")
+	}
+	if got := tr.skipQueries(now); !slices.Contains(got, "slow.example") {
+		t.Errorf("queries skip %v while a probe is in flight; want the host", got)
+	}
+	// A query that fails: the breaker stays open, the next query may go.
+	tr.release("slow.example")
+	tr.queried("slow.example")
+	tr.observe("slow.example", outcomeFailed, 0, 0)
+	if s := tr.state["slow.example"].breaker.state; s != breakerOpen {
+		t.Fatalf("after a failed query the breaker is %s, want open", s)
+	}
+	if !tr.admit("slow.example", true) {
+		t.Fatal("the next query refused after a failed one")
+	}
+	// An answered query closes the breaker: sends go again.
+	tr.release("slow.example")
+	tr.queried("slow.example")
+	tr.observe("slow.example", outcomeAnswered, 404, 0)
+	if s := tr.state["slow.example"].breaker.state; s != breakerClosed {
+		t.Fatalf("after an answered query the breaker is %s, want closed", s)
+	}
+	if !tr.admit("slow.example", false) {
+		t.Error("send refused after the breaker closed")
 	}
 }
