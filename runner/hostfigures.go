@@ -14,7 +14,7 @@ import (
 // forgot it, idle), and the recent figures of store.HostTraffic.
 type HostFigures struct {
 	Host                  string
-	InFlight              int
+	InFlight              int // sends and status queries under way
 	Sends, TooMany, Fails uint64
 	ServerErrors          uint64
 	// TokenWaits counts the jobs left due for want of a token.
@@ -35,10 +35,10 @@ func (r *Runner) HostFigures() []HostFigures {
 	defer t.mu.Unlock()
 	out := make([]HostFigures, 0, len(t.state))
 	for host, h := range t.state {
-		f := HostFigures{Host: host, InFlight: h.inflight, Sends: h.sends, TooMany: h.n429, ServerErrors: h.n5xx, TokenWaits: h.waits,
+		f := HostFigures{Host: host, InFlight: h.sending, Sends: h.sends, TooMany: h.n429, ServerErrors: h.n5xx, TokenWaits: h.waits,
 			Fails: h.failures, Breaker: h.breaker.state.String(), Throttled: h.throttle.rate > 0, Rate: h.limRate}
 		n := h.recent.sum(now)
-		f.Recent = store.HostTraffic{Host: host, Runners: 1, InFlight: h.inflight, SendRate: float64(n[figSend]) / store.TrafficWindow.Seconds(),
+		f.Recent = store.HostTraffic{Host: host, Runners: 1, InFlight: h.sending, SendRate: float64(n[figSend]) / store.TrafficWindow.Seconds(),
 			TooMany: n[fig429], ServerErrors: n[fig5xx], Timeouts: n[figFailed], Breaker: f.Breaker, Throttled: f.Throttled, Rate: f.Rate}
 		out = append(out, f)
 	}

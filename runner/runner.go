@@ -535,6 +535,7 @@ func (r *Runner) jobDone(wg *sync.WaitGroup) {
 func (r *Runner) sent(s *slot) {
 	if !s.freed {
 		s.freed = true
+		r.traffic.end(s.host)
 		r.traffic.release(s.host)
 	}
 }
@@ -555,6 +556,7 @@ func (r *Runner) runTask(t task) {
 	s := &slot{host: t.host, wg: t.wg}
 	c, work := t.c, t.work
 	for {
+		r.traffic.begin(s.host)
 		work(r.taskContext(t.ctx), s, c)
 		r.sent(s)
 		if s.queued {

@@ -74,6 +74,9 @@ type hostState struct {
 	n429, n5xx   uint64
 	failures     uint64
 	recent       recent // the same, over the last store.TrafficWindow
+	// sending counts the sends and status queries under way: inflight
+	// less the jobs claimed ahead that no worker has taken up yet.
+	sending int
 	// probing: a status query is in flight that an open breaker let
 	// through; at most one at a time.
 	probing bool
@@ -333,6 +336,24 @@ func (t *traffic) queried(host string) {
 	if h := t.state[host]; h != nil && h.probing {
 		h.probing = false
 		t.dirty = true
+	}
+}
+
+// begin and end bracket a worker's send or status query to host: what
+// host list shows in flight.
+func (t *traffic) begin(host string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h := t.state[host]; h != nil {
+		h.sending++
+	}
+}
+
+func (t *traffic) end(host string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h := t.state[host]; h != nil && h.sending > 0 {
+		h.sending--
 	}
 }
 
