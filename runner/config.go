@@ -210,6 +210,7 @@ type Config struct {
 func (c *Config) trafficConfig() trafficConfig {
 	return trafficConfig{
 		workers:  c.Workers,
+		senders:  c.Workers,
 		reload:   c.PolicyReload,
 		share:    c.HostShare,
 		breaker:  breakerConfig{failures: c.BreakerFailures, cooldown: c.BreakerCooldown, cap: c.BreakerMaxCooldown},

@@ -44,7 +44,13 @@ type traffic struct {
 
 // trafficConfig is traffic's part of Config.
 type trafficConfig struct {
+	// workers is the slots of a host alone, and the most a host's limit
+	// grows to: the jobs the runner holds, claimed ahead included.
+	// senders is the workers that send: the shares of a new or failing
+	// host are of them, so such a host never holds more of the workers
+	// than its share, however many jobs are claimed ahead.
 	workers  int
+	senders  int
 	reload   time.Duration
 	share    float64
 	breaker  breakerConfig
@@ -144,7 +150,7 @@ func (t *traffic) policy(host string) store.HostPolicy {
 func (t *traffic) host(host string, now time.Time) *hostState {
 	h := t.state[host]
 	if h == nil {
-		h = &hostState{limit: max(1, math.Floor(float64(t.cfg.workers)*newHostShare))}
+		h = &hostState{limit: max(1, math.Floor(float64(t.cfg.senders)*newHostShare))}
 		t.state[host] = h
 	}
 	h.used = now
@@ -160,14 +166,14 @@ const newHostShare = 0.5
 // startLimit is the sends in flight a failing host may have at most: a
 // share of the workers.
 func (t *traffic) startLimit() float64 {
-	return max(1, math.Floor(float64(t.cfg.workers)*t.cfg.share))
+	return max(1, math.Floor(float64(t.cfg.senders)*t.cfg.share))
 }
 
 // concurrency is the most sends to a host in flight now: its health's
 // limit and its policy's share; t.mu is held.
 func (t *traffic) concurrency(h *hostState, p store.HostPolicy) int {
 	n := int(h.limit)
-	if len(t.state) == 1 && h.limit >= math.Floor(float64(t.cfg.workers)*newHostShare) {
+	if len(t.state) == 1 && h.limit >= math.Floor(float64(t.cfg.senders)*newHostShare) {
 		// The only host the runner sends to, and not failing: there is
 		// no other to keep room for.
 		n = t.cfg.workers

@@ -237,3 +237,29 @@ func TestTrafficOpenBreakerLetsOneQueryThrough(t *testing.T) {
 		t.Error("send refused after the breaker closed")
 	}
 }
+
+// With jobs claimed ahead the runner holds more jobs than it has
+// workers; a new or failing host's share is still of the workers.
+func TestTrafficSharesAreOfTheSenders(t *testing.T) {
+	now := time.Unix(1000, 0)
+	cfg := Config{Workers: 8}
+	cfg.setDefaults()
+	tc := cfg.trafficConfig()
+	tc.workers = 16 // Workers + ClaimAhead
+	tr := newTraffic(tc, policyStore(nil), func() time.Time { return now }, slog.New(slog.DiscardHandler))
+	tr.admit("other.example", false)
+	n := 0
+	for tr.admit("new.example", false) {
+		n++
+	}
+	if n != 4 {
+		t.Errorf("a new host beside another took %d slots; want half of 8 workers", n)
+	}
+	for range n {
+		tr.release("new.example")
+		tr.observe("new.example", outcomeFailed, 0, 0)
+	}
+	if got := tr.state["new.example"].limit; got != 2 {
+		t.Errorf("a failing host's limit = %v; want a quarter of 8 workers", got)
+	}
+}
