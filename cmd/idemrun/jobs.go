@@ -246,65 +246,20 @@ func renderJob(w io.Writer, j *api.Job) error {
 	if j.HistoryDropped > 0 {
 		fmt.Fprintf(w, "  (%d events dropped after the first ones: attempts and status queries first, a person's actions last)\n", j.HistoryDropped)
 	}
-	// An attempt a recovery closed ended when the recovery ran, which is
-	// not when the attempt ended: nobody saw that.
-	type mark struct {
-		n  int
-		at int64
-	}
-	recovered := map[mark]bool{}
-	for _, e := range j.History {
-		if e.Kind == store.EventRecovery {
-			recovered[mark{e.N, e.Start.UnixNano()}] = true
-		}
-	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  WHEN\tWHAT\tTOOK\tRESULT\tDETAIL\tNEXT")
-	for _, e := range j.History {
-		what, result, detail, next := string(e.Kind), "", "", ""
-		took := "-"
+	for _, s := range api.Timeline(j.History) {
+		took, next := "-", ""
 		switch {
-		case e.Kind == store.EventAttempt && !e.End.IsZero() && recovered[mark{e.N, e.End.UnixNano()}]:
+		case s.EndUnknown:
 			took = "end unknown"
-		case !e.End.IsZero():
-			took = e.End.Sub(e.Start).Round(time.Microsecond).String()
+		case s.Ended:
+			took = s.Took.Round(time.Microsecond).String()
 		}
-		switch e.Kind {
-		case store.EventAttempt:
-			what = fmt.Sprintf("attempt %d", e.N)
-			result = e.Class
-			if e.End.IsZero() {
-				result = "in flight"
-			}
-			if e.HTTPStatus != 0 {
-				result += fmt.Sprintf(" %d", e.HTTPStatus)
-			}
-			detail = e.Error
-			if e.RetryAfter != "" {
-				detail += " [Retry-After: " + e.RetryAfter + "]"
-			}
-			if e.Replayed != "" {
-				detail += " [Idempotent-Replayed: " + e.Replayed + "]"
-			}
-		case store.EventStatusQuery:
-			what = fmt.Sprintf("status query %d", e.N)
-			result = e.Outcome
-			if e.HTTPStatus != 0 {
-				result += fmt.Sprintf(" %d", e.HTTPStatus)
-			}
-			detail = strings.TrimSpace(e.Detail + " " + e.Error)
-		case store.EventManual:
-			what = "manual"
-			result = fmt.Sprintf("%s → %s", e.From, e.To)
-			detail = fmt.Sprintf("by %s: %s", e.Actor, e.Note)
-		case store.EventRecovery:
-			result = fmt.Sprintf("%s → %s", e.From, e.To)
-			detail = e.Detail
+		if s.Delay > 0 || s.DelayReason != "" {
+			next = fmt.Sprintf("wait %s (%s)", s.Delay.Round(time.Millisecond), s.DelayReason)
 		}
-		if e.Delay > 0 || e.DelayReason != "" {
-			next = fmt.Sprintf("wait %s (%s)", e.Delay.Round(time.Millisecond), e.DelayReason)
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", e.Start.Format("15:04:05.000"), what, took, printable(result), trunc(detail, 100), printable(next))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", s.At.Format("15:04:05.000"), s.What, took, printable(s.Result), trunc(s.Detail, 100), printable(next))
 	}
 	return tw.Flush()
 }
