@@ -291,13 +291,18 @@ func (t *traffic) rebuildSkip(now time.Time) {
 			delete(t.state, host) // forgotten: a new start
 			continue
 		}
-		if b, until := t.blocked(host, h, now, false); b {
+		b, until := t.blocked(host, h, now, false)
+		if b {
 			skip = append(skip, host)
 			if !until.IsZero() && (next.IsZero() || until.Before(next)) {
 				next = until
 			}
 		}
-		if b, _ := t.blocked(host, h, now, true); b {
+		// A query differs from a send only past an open breaker.
+		if h.breaker.state == breakerOpen && !h.probing {
+			b, _ = t.blocked(host, h, now, true)
+		}
+		if b {
 			skipQuery = append(skipQuery, host)
 		}
 	}
