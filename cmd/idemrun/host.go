@@ -118,12 +118,17 @@ func (m *Main) hostSet(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (m *Main) hostUnset(ctx context.Context, args []string) error {
-	fs, db := m.flags("host unset", "HOST")
+// onHost runs a host subcommand that takes one HOST: it parses args
+// (more flags from more, if any), opens the database and calls do.
+func (m *Main) onHost(args []string, name, usage string, more func(fs *pflag.FlagSet), do func(svc *api.Client, host string) error) error {
+	fs, db := m.flags("host "+name, usage)
+	if more != nil {
+		more(fs)
+	}
 	if err := m.parse(fs, args); err != nil {
 		return err
 	}
-	host, err := hostArg("unset", fs)
+	host, err := hostArg(name, fs)
 	if err != nil {
 		return err
 	}
@@ -132,60 +137,46 @@ func (m *Main) hostUnset(ctx context.Context, args []string) error {
 		return err
 	}
 	defer svc.Close()
-	if err := svc.UnsetHost(ctx, host); err != nil {
-		return err
-	}
-	if host == store.DefaultHost {
-		fmt.Fprintf(m.Stdout, "host unset: the default policy is deleted: hosts without their own have no limits\n")
+	return do(svc, host)
+}
+
+func (m *Main) hostUnset(ctx context.Context, args []string) error {
+	return m.onHost(args, "unset", "HOST", nil, func(svc *api.Client, host string) error {
+		if err := svc.UnsetHost(ctx, host); err != nil {
+			return err
+		}
+		if host == store.DefaultHost {
+			fmt.Fprintf(m.Stdout, "host unset: the default policy is deleted: hosts without their own have no limits\n")
+			return nil
+		}
+		fmt.Fprintf(m.Stdout, "host unset: %s has no policy of its own now: the default (*) applies\n", host)
 		return nil
-	}
-	fmt.Fprintf(m.Stdout, "host unset: %s has no policy of its own now: the default (*) applies\n", host)
-	return nil
+	})
 }
 
 func (m *Main) hostPause(ctx context.Context, args []string) error {
-	fs, db := m.flags("host pause", "HOST [--note TEXT]")
-	note := fs.String("note", "", "why (shown by host list)")
-	if err := m.parse(fs, args); err != nil {
-		return err
-	}
-	host, err := hostArg("pause", fs)
-	if err != nil {
-		return err
-	}
-	svc, err := m.hostService(fs, *db)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	p, err := svc.PauseHost(ctx, host, api.Actor(), *note)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(m.Stdout, "host pause: %s is paused: no attempt or status query goes to it until `idemrun host resume %s`\n", p.Host, shellQuote(p.Host))
-	return nil
+	var note *string
+	return m.onHost(args, "pause", "HOST [--note TEXT]", func(fs *pflag.FlagSet) {
+		note = fs.String("note", "", "why (shown by host list)")
+	}, func(svc *api.Client, host string) error {
+		p, err := svc.PauseHost(ctx, host, api.Actor(), *note)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "host pause: %s is paused: no attempt or status query goes to it until `idemrun host resume %s`\n", p.Host, shellQuote(p.Host))
+		return nil
+	})
 }
 
 func (m *Main) hostResume(ctx context.Context, args []string) error {
-	fs, db := m.flags("host resume", "HOST")
-	if err := m.parse(fs, args); err != nil {
-		return err
-	}
-	host, err := hostArg("resume", fs)
-	if err != nil {
-		return err
-	}
-	svc, err := m.hostService(fs, *db)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	p, err := svc.ResumeHost(ctx, host, api.Actor())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(m.Stdout, "host resume: %s is not paused\n", p.Host)
-	return nil
+	return m.onHost(args, "resume", "HOST", nil, func(svc *api.Client, host string) error {
+		p, err := svc.ResumeHost(ctx, host, api.Actor())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "host resume: %s is not paused\n", p.Host)
+		return nil
+	})
 }
 
 // hostJSON is one host of `host list --json`: its own policy (null when
