@@ -139,7 +139,8 @@ type Config struct {
 	// added or closed a history event (an attempt ended, a status query
 	// answered), with that event: once per event, unlike OnWrite, which
 	// also sees writes that only park or reschedule a job. Metrics count
-	// with it.
+	// with it. For the same write it is called before OnWrite, so a
+	// test that waits on OnWrite sees the metrics of that write.
 	OnEvent func(j *store.Job, e store.Event)
 	// Redact scrubs secrets from error texts before they are stored.
 	// Defaults to the identity function.

@@ -748,13 +748,13 @@ func (r *Runner) writeAgain(c store.Claim, fn store.TransitionFunc, err error) {
 // end in the log, and the OnWrite and OnEvent hooks.
 func (r *Runner) written(before, after *store.Job) {
 	r.logEnd(before, after)
-	if r.cfg.OnWrite != nil {
-		r.cfg.OnWrite(after)
-	}
 	if r.cfg.OnEvent != nil {
 		if e, ok := eventDone(before, after); ok {
 			r.cfg.OnEvent(after, e)
 		}
+	}
+	if r.cfg.OnWrite != nil {
+		r.cfg.OnWrite(after)
 	}
 }
 
