@@ -385,15 +385,13 @@ func (r *Runner) afterUnknown(j *store.Job, now time.Time, floor time.Duration) 
 // past the status grace after the deadline (ARCHITECTURE.md §4).
 func (r *Runner) queryLater(j *store.Job, now time.Time, floor time.Duration, why string) string {
 	delay := max(r.cfg.QuietPeriod, floor)
-	if at := r.settleAt(j); at.Sub(now) > delay {
-		delay = at.Sub(now)
-	}
 	switch {
 	case floor > r.cfg.RetryAfterCap:
 		r.stop(j, now, fmt.Sprintf("outcome unknown and the target asked to wait %s (Retry-After), over the cap %s; last error: %s", floor, r.cfg.RetryAfterCap, j.LastError))
 		return string(j.State)
 	case now.Add(delay).After(j.Deadline.Add(r.cfg.StatusGrace)):
-		r.stop(j, now, "outcome unknown and the target's wait (Retry-After) ends after status queries stop; last error: "+j.LastError)
+		r.stop(j, now, fmt.Sprintf("outcome unknown and the first status query (in %s) would come after status queries stop (%s after the deadline); last error: %s",
+			delay.Round(time.Millisecond), r.cfg.StatusGrace, j.LastError))
 		return string(j.State)
 	}
 	return r.toUnknown(j, now, delay, why)
@@ -549,9 +547,9 @@ func (r *Runner) decideAfterQuery(j *store.Job, ans statusquery.Answer, now time
 		// progress, so running out of limits then is not "did not happen".
 		if at := r.settleAt(j); now.Before(at) {
 			// Asked inside the settle window: the create may not show
-			// yet. Asked again once the window is over.
-			schedule(j, now, store.StateUnknown, store.EventStatusQuery, at.Sub(now), "settle window")
-			return fmt.Sprintf("not found inside the settle window; query again in %s", at.Sub(now).Round(time.Millisecond))
+			// yet. Asked again with the status backoff, and at the
+			// latest when the window is over.
+			return r.queryWithin(j, ans, now, at.Sub(now), "settle window")
 		}
 		after409 := j.LastClass == string(ClassInProgress)
 		j.MayHaveEffect = after409
@@ -585,13 +583,22 @@ func (r *Runner) decideAfterQuery(j *store.Job, ans statusquery.Answer, now time
 // queryAgain schedules the next status query with backoff, or parks the job
 // when the status budget is spent.
 func (r *Runner) queryAgain(j *store.Job, ans statusquery.Answer, now time.Time) string {
+	return r.queryWithin(j, ans, now, -1, "status backoff")
+}
+
+// queryWithin schedules the next status query with backoff, no later than
+// limit when limit ≥ 0, or parks the job when the status budget is spent.
+func (r *Runner) queryWithin(j *store.Job, ans statusquery.Answer, now time.Time, limit time.Duration, why string) string {
 	n := j.StatusQueries - j.StatusBase
 	delay := r.backoff(r.cfg.StatusBackoff, n)
+	if limit >= 0 && delay > limit {
+		delay = limit
+	}
 	if n >= r.cfg.StatusBudget {
 		r.park(j, now, fmt.Sprintf("status budget exhausted (%d queries, last answer: %s %s); the outcome of attempt %d is still unknown",
 			n, ans.Outcome, ans.Detail, j.Attempts), "")
 		return "needs_attention"
 	}
-	schedule(j, now, store.StateUnknown, store.EventStatusQuery, delay, "status backoff")
-	return fmt.Sprintf("query again in %s", delay.Round(time.Millisecond))
+	schedule(j, now, store.StateUnknown, store.EventStatusQuery, delay, why)
+	return fmt.Sprintf("query again in %s (%s)", delay.Round(time.Millisecond), why)
 }

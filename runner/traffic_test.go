@@ -413,3 +413,49 @@ func TestTrafficPushBackIsFree(t *testing.T) {
 		last = e.Start
 	}
 }
+
+// TestSettleWindowConfirmsEarly: the settle window holds back replays,
+// not status queries. A create that took effect but whose answer was a
+// 500 is found by the first status query after the quiet period, under
+// the default 30 s window, and is never sent twice.
+func TestSettleWindowConfirmsEarly(t *testing.T) {
+	var mu sync.Mutex
+	created := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Method == http.MethodGet {
+			if created[strings.TrimPrefix(r.URL.Path, "/status/")] == 0 {
+				w.WriteHeader(http.StatusNotFound)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"status":"succeeded"}`)
+			return
+		}
+		created[r.Header.Get("Idempotency-Key")]++
+		w.WriteHeader(http.StatusInternalServerError) // done, but the answer says nothing
+	}))
+	t.Cleanup(srv.Close)
+	db := openStore(t)
+	for range 10 {
+		enqueue(t, db, defaultJob(srv.URL, func(j *store.Job) { j.StatusURL = srv.URL + "/status/{key}" }))
+	}
+	start := time.Now()
+	runIdleWithin(t, db, scenarioConfig(t), 20*time.Second)
+	took := time.Since(start)
+	if st := countStates(t, db); st[store.StateSucceeded] != 10 {
+		t.Errorf("%d of 10 jobs succeeded, want all (states %v)", st[store.StateSucceeded], st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for key, n := range created {
+		if n != 1 {
+			t.Errorf("key %s created %d times, want once", key, n)
+		}
+	}
+	if took >= runner.DefaultSettle/2 {
+		t.Errorf("confirmed after %s, want well inside the %s settle window (first status query after the quiet period)", took, runner.DefaultSettle)
+	}
+}
