@@ -146,8 +146,9 @@ const MaxHistory = 200
 // Job is one stored request and everything known about it.
 //
 // The JSON tags name the fields for humans (history events in `idemrun show
-// --json`); the record on disk is the binary encoding of binary.go, and a
-// change to a field's meaning needs a new format there.
+// --json`); a stored record is the binary encoding of
+// store/internal/jobbinary, and a change to a field's meaning needs a new
+// format there.
 type Job struct {
 	ID          string  `json:"id"`
 	Key         string  `json:"key"`

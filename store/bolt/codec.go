@@ -2,20 +2,20 @@ package bolt
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/internal/jobbinary"
 )
 
 // recordVersion is the version byte that prefixes every job record.
 const recordVersion = 1
 
 // ErrCorruptRecord is returned when a stored record cannot be decoded.
-var ErrCorruptRecord = errors.New("store: corrupt job record")
+var ErrCorruptRecord = jobbinary.ErrCorrupt
 
 // headLen is the size of the fixed record head: version, state byte, the
 // index sort time and the fence. The writer reads the head to move index
@@ -25,7 +25,7 @@ const headLen = 1 + 1 + 8 + 8
 
 // encodeJob returns the versioned record for j: version byte, state byte,
 // big-endian index time, big-endian fence, then the job in the binary
-// encoding of binary.go.
+// encoding of store/internal/jobbinary.
 func encodeJob(j *store.Job) ([]byte, error) {
 	sb, ok := stateByte[j.State]
 	if !ok {
@@ -36,7 +36,7 @@ func encodeJob(j *store.Job) ([]byte, error) {
 	out[1] = sb
 	binary.BigEndian.PutUint64(out[2:10], timeKey(indexTime(j)))
 	binary.BigEndian.PutUint64(out[10:18], j.Fence)
-	return appendJobBinary(out, j), nil
+	return jobbinary.Append(out, j), nil
 }
 
 // head is the fixed part of a record.
@@ -85,7 +85,7 @@ func DecodeRecord(b []byte) (*store.Job, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: bad record head (%d bytes)", ErrCorruptRecord, len(b))
 	}
-	jp, err := decodeJobBinary(b[headLen:])
+	jp, err := jobbinary.Decode(b[headLen:])
 	if err != nil {
 		return nil, err
 	}

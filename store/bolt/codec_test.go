@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/internal/jobbinary"
 )
 
 // FuzzDecodeRecord checks that DecodeRecord never panics, refuses bad input
@@ -67,7 +68,7 @@ func TestDecodeRecordErrors(t *testing.T) {
 	withBody := func(mod func(j *store.Job)) string {
 		j := *good
 		mod(&j)
-		return string(rec[:headLen]) + string(appendJobBinary(nil, &j))
+		return string(rec[:headLen]) + string(jobbinary.Append(nil, &j))
 	}
 	flipHead := append([]byte(nil), rec...)
 	flipHead[1] = stateByte[store.StateSucceeded]

@@ -1,4 +1,4 @@
-package bolt
+package jobbinary
 
 import (
 	"bytes"
@@ -184,19 +184,19 @@ func TestJobBinaryRoundTrip(t *testing.T) {
 	now := time.Now() // carries a monotonic reading, which the codec drops
 	for i := range 2000 {
 		j := randJob(r, now)
-		enc := appendJobBinary(nil, j)
-		if again := appendJobBinary([]byte("prefix"), j); !bytes.Equal(again[6:], enc) || string(again[:6]) != "prefix" {
+		enc := Append(nil, j)
+		if again := Append([]byte("prefix"), j); !bytes.Equal(again[6:], enc) || string(again[:6]) != "prefix" {
 			t.Fatalf("job %d: appending to a prefix gives %x; want prefix then %x", i, again, enc)
 		}
-		got, err := decodeJobBinary(enc)
+		got, err := Decode(enc)
 		if err != nil {
-			t.Fatalf("job %d: decodeJobBinary(appendJobBinary(%+v)) err = %v", i, j, err)
+			t.Fatalf("job %d: Decode(Append(%+v)) err = %v", i, j, err)
 		}
 		normalizeJob(reflect.ValueOf(j).Elem())
 		if !reflect.DeepEqual(got, j) {
 			t.Fatalf("job %d: round trip\n got  %+v\n want %+v", i, got, j)
 		}
-		if re := appendJobBinary(nil, got); !bytes.Equal(re, enc) {
+		if re := Append(nil, got); !bytes.Equal(re, enc) {
 			t.Fatalf("job %d: re-encoding the decoded job\n got  %x\n want %x", i, re, enc)
 		}
 		// The job must not share memory with the input.
@@ -210,7 +210,7 @@ func TestJobBinaryRoundTrip(t *testing.T) {
 }
 
 // TestJobBinaryFieldCounts fails when a type the codec writes gains or loses
-// a field; the fix is to extend appendJobBinary and decodeJobBinary (new
+// a field; the fix is to extend Append and Decode (new
 // fields at the end) and bump binaryFormat.
 func TestJobBinaryFieldCounts(t *testing.T) {
 	for _, tc := range []struct {
@@ -224,7 +224,7 @@ func TestJobBinaryFieldCounts(t *testing.T) {
 		{reflect.TypeFor[store.Event](), 18},
 	} {
 		if got := tc.typ.NumField(); got != tc.want {
-			t.Errorf("%s has %d fields; binary format %d encodes %d: update binary.go and bump binaryFormat", tc.typ, got, binaryFormat, tc.want)
+			t.Errorf("%s has %d fields; binary format %d encodes %d: update jobbinary.go and bump binaryFormat", tc.typ, got, binaryFormat, tc.want)
 		}
 	}
 }
@@ -258,14 +258,14 @@ func goldenJob() *store.Job {
 const goldenHex = "012430313934336236612d386330302d373030302d383030302d303030303030303030303031086f726465722d34320a7368613235363a6162630f6e656564735f617474656e74696f6e04504f535416687474703a2f2f3132372e302e302e313a312f706179020c436f6e74656e742d54797065106170706c69636174696f6e2f6a736f6e07582d456d707479000c7b22616d6f756e74223a317d1c687474703a2f2f3132372e302e302e313a312f6f70732f7b6b65797d8080f89492a5270a8080c58bc6d101ffa7d6b9070102ee070104757569640180cfe0b00d959aef3a01f8cfe0b00d959aef3a01010101a087e1b00d959aef3a06020408060182cfe0b00d959aef3a0184cfe0b00d959aef3a0180808080802003656f66ec0707756e6b6e6f776e177374617475732062756467657420657868617573746564019003026f6b010c7374617475735f71756572790207617474656d7074020180cfe0b00d959aef3a0180cfe0b00dd59eac3b07756e6b6e6f776eec070b62616420676174657761790135047472756501030b72657472792d6166746572016f01640161016e0772756e6e696e6707756e6b6e6f776e066d616e75616c00000000000000000000000000000000000e"
 
 func TestJobBinaryGolden(t *testing.T) {
-	enc := appendJobBinary(nil, goldenJob())
+	enc := Append(nil, goldenJob())
 	if got := hex.EncodeToString(enc); got != goldenHex {
 		t.Errorf("encoding of goldenJob changed:\n got  %s\n want %s", got, goldenHex)
 	}
 	want, _ := hex.DecodeString(goldenHex)
-	j, err := decodeJobBinary(want)
+	j, err := Decode(want)
 	if err != nil || !reflect.DeepEqual(j, goldenJob()) {
-		t.Errorf("decodeJobBinary(goldenHex) =\n %+v, %v\nwant\n %+v", j, err, goldenJob())
+		t.Errorf("Decode(goldenHex) =\n %+v, %v\nwant\n %+v", j, err, goldenJob())
 	}
 }
 
@@ -281,8 +281,8 @@ func splice(i int, with ...byte) []byte {
 }
 
 func TestDecodeJobBinaryErrors(t *testing.T) {
-	if j, err := decodeJobBinary(zeroJobBinary()); err != nil || !reflect.DeepEqual(j, &store.Job{}) {
-		t.Fatalf("decodeJobBinary(zero job) = %+v, %v; want Job{}, nil", j, err)
+	if j, err := Decode(zeroJobBinary()); err != nil || !reflect.DeepEqual(j, &store.Job{}) {
+		t.Fatalf("Decode(zero job) = %+v, %v; want Job{}, nil", j, err)
 	}
 	// Byte offsets in the zero job encoding.
 	const (
@@ -328,23 +328,23 @@ func TestDecodeJobBinaryErrors(t *testing.T) {
 		{"zero time present", splice(createdAt, zeroPresent...), "created_at (byte 17): zero time marked present"},
 	}
 	for _, tc := range cases {
-		j, err := decodeJobBinary(tc.in)
-		if j != nil || !errors.Is(err, ErrCorruptRecord) || !strings.Contains(err.Error(), tc.msg) {
-			t.Errorf("decodeJobBinary(%s) = %v, %v; want ErrCorruptRecord mentioning %q", tc.name, j, err, tc.msg)
+		j, err := Decode(tc.in)
+		if j != nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("Decode(%s) = %v, %v; want ErrCorrupt mentioning %q", tc.name, j, err, tc.msg)
 		}
 	}
-	if j, err := decodeJobBinary(oneEvent); err != nil || len(j.History) != 1 {
-		t.Errorf("decodeJobBinary(one zero event) = %+v, %v; want one event", j, err)
+	if j, err := Decode(oneEvent); err != nil || len(j.History) != 1 {
+		t.Errorf("Decode(one zero event) = %+v, %v; want one event", j, err)
 	}
 }
 
 // TestDecodeJobBinaryTruncations checks that every proper prefix of a valid
 // encoding is refused.
 func TestDecodeJobBinaryTruncations(t *testing.T) {
-	enc := appendJobBinary(nil, goldenJob())
+	enc := Append(nil, goldenJob())
 	for n := range len(enc) {
-		if j, err := decodeJobBinary(enc[:n]); j != nil || !errors.Is(err, ErrCorruptRecord) {
-			t.Fatalf("decodeJobBinary(first %d of %d bytes) = %v, %v; want ErrCorruptRecord", n, len(enc), j, err)
+		if j, err := Decode(enc[:n]); j != nil || !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Decode(first %d of %d bytes) = %v, %v; want ErrCorrupt", n, len(enc), j, err)
 		}
 	}
 }
@@ -361,8 +361,8 @@ func TestDecodeJobBinaryHostileCountAllocs(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		for range 10 {
-			if j, err := decodeJobBinary(in); err == nil {
-				t.Fatalf("decodeJobBinary(%x) = %+v, nil; want an error", in, j)
+			if j, err := Decode(in); err == nil {
+				t.Fatalf("Decode(%x) = %+v, nil; want an error", in, j)
 			}
 		}
 		runtime.ReadMemStats(&after)
@@ -372,23 +372,23 @@ func TestDecodeJobBinaryHostileCountAllocs(t *testing.T) {
 	}
 }
 
-// FuzzBinaryRecord checks that decodeJobBinary never panics, refuses bad
-// input with ErrCorruptRecord, and that the encoding is canonical: whatever
+// FuzzBinaryRecord checks that Decode never panics, refuses bad
+// input with ErrCorrupt, and that the encoding is canonical: whatever
 // decodes encodes back to the same bytes.
 func FuzzBinaryRecord(f *testing.F) {
-	f.Add(appendJobBinary(nil, goldenJob()))
-	f.Add(appendJobBinary(nil, typicalJob()))
+	f.Add(Append(nil, goldenJob()))
+	f.Add(Append(nil, typicalJob()))
 	f.Add(zeroJobBinary())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		j, err := decodeJobBinary(b)
+		j, err := Decode(b)
 		if err != nil {
-			if !errors.Is(err, ErrCorruptRecord) || j != nil {
-				t.Fatalf("decodeJobBinary(%x) = %v, %v; want nil and ErrCorruptRecord", b, j, err)
+			if !errors.Is(err, ErrCorrupt) || j != nil {
+				t.Fatalf("Decode(%x) = %v, %v; want nil and ErrCorrupt", b, j, err)
 			}
 			return
 		}
-		if re := appendJobBinary(nil, j); !bytes.Equal(re, b) {
-			t.Fatalf("decodeJobBinary(%x) encodes back as\n %x", b, re)
+		if re := Append(nil, j); !bytes.Equal(re, b) {
+			t.Fatalf("Decode(%x) encodes back as\n %x", b, re)
 		}
 	})
 }
@@ -419,16 +419,16 @@ func BenchmarkJobBinaryEncode(b *testing.B) {
 	b.ReportAllocs()
 	var n int
 	for b.Loop() {
-		n = len(appendJobBinary(nil, j))
+		n = len(Append(nil, j))
 	}
 	b.ReportMetric(float64(n), "bytes/job")
 }
 
 func BenchmarkJobBinaryDecode(b *testing.B) {
-	rec := appendJobBinary(nil, typicalJob())
+	rec := Append(nil, typicalJob())
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := decodeJobBinary(rec); err != nil {
+		if _, err := Decode(rec); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -467,22 +467,22 @@ func BenchmarkJobJSONDecode(b *testing.B) {
 // with an empty owner is not canonical and is refused.
 func TestJobBinaryOwnerFormat(t *testing.T) {
 	j := &store.Job{Owner: "runner-1"}
-	b := appendJobBinary(nil, j)
+	b := Append(nil, j)
 	if b[0] != 2 {
 		t.Fatalf("format of a job with an owner = %d; want 2", b[0])
 	}
-	got, err := decodeJobBinary(b)
+	got, err := Decode(b)
 	if err != nil || got.Owner != "runner-1" {
 		t.Fatalf("decode(format 2) = %+v, %v; want owner runner-1", got, err)
 	}
-	if !bytes.Equal(appendJobBinary(nil, got), b) {
+	if !bytes.Equal(Append(nil, got), b) {
 		t.Errorf("format 2 does not encode back to its own bytes")
 	}
-	if b := appendJobBinary(nil, &store.Job{}); b[0] != 1 {
+	if b := Append(nil, &store.Job{}); b[0] != 1 {
 		t.Errorf("format of a job without an owner = %d; want 1", b[0])
 	}
 	empty := append(append([]byte{2}, zeroJobBinary()[1:]...), 0)
-	if _, err := decodeJobBinary(empty); !errors.Is(err, ErrCorruptRecord) || !strings.Contains(err.Error(), "owner") {
+	if _, err := Decode(empty); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "owner") {
 		t.Errorf("decode(format 2, empty owner) err = %v; want a corrupt record at owner", err)
 	}
 }

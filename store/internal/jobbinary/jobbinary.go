@@ -1,13 +1,20 @@
-package bolt
+// Package jobbinary is the binary encoding of a store.Job that both
+// backends store as a job's record: compact, and several times cheaper
+// to write and read than the job's JSON.
+package jobbinary
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/idemrun/idemrun/store"
 )
+
+// ErrCorrupt is wrapped by every error of Decode.
+var ErrCorrupt = errors.New("store: corrupt job record")
 
 // binaryFormat is the first byte of a binary job encoding. The format fixes
 // the list and order of the fields that follow, so a field is known by its
@@ -33,7 +40,7 @@ const (
 // a decoded job does not keep large bodies alive twice.
 const sharedStringsMax = 4 << 10
 
-// appendJobBinary appends the binary encoding of every field of j to dst and
+// Append appends the binary encoding of every field of j to dst and
 // returns the extended slice.
 //
 // The encoding is the format byte followed by the fields of Job in
@@ -44,8 +51,8 @@ const sharedStringsMax = 4 << 10
 // Times are a presence byte (0 for the zero time) and, if 1, Unix seconds as
 // a varint and nanoseconds as a uvarint; location and monotonic reading are
 // not kept. Nil and empty slices encode alike and both decode as nil.
-func appendJobBinary(dst []byte, j *store.Job) []byte {
-	dst = slices.Grow(dst, binarySizeHint(j))
+func Append(dst []byte, j *store.Job) []byte {
+	dst = slices.Grow(dst, sizeHint(j))
 	format := byte(binaryFormat)
 	if j.Owner == "" {
 		format = binaryFormatNoOwner
@@ -139,9 +146,9 @@ func appendEvent(dst []byte, e *store.Event) []byte {
 	return dst
 }
 
-// binarySizeHint returns a size close above the encoding of j, so that
-// appendJobBinary grows dst once at most. It need not be exact.
-func binarySizeHint(j *store.Job) int {
+// sizeHint returns a size close above the encoding of j, so that
+// Append grows dst once at most. It need not be exact.
+func sizeHint(j *store.Job) int {
 	n := 160 + len(j.ID) + len(j.Key) + len(j.Fingerprint) + len(j.Request.URL) +
 		len(j.Request.Body) + len(j.StatusURL) + len(j.LastError) + len(j.Reason) + len(j.Owner) + 10*len(j.NoEffectStatuses)
 	for _, h := range j.Request.Header {
@@ -184,22 +191,21 @@ func appendTime(dst []byte, t time.Time) []byte {
 	return binary.AppendUvarint(dst, uint64(t.Nanosecond()))
 }
 
-// decodeJobBinary decodes an encoding made by appendJobBinary. It never
-// panics; on bad input it returns an error wrapping ErrCorruptRecord that
+// Decode decodes an encoding made by Append. It never panics; on bad input it returns an error wrapping ErrCorrupt that
 // names the field it stopped at. It accepts only the canonical encoding
 // (minimal varints, bools and presence bytes 0 or 1, nanoseconds below one
 // second, no trailing bytes), so a decoded job encodes back to b exactly.
 // Times decode in UTC; nil and empty slices decode as nil. The job shares no
 // memory with b.
-func decodeJobBinary(b []byte) (*store.Job, error) {
+func Decode(b []byte) (*store.Job, error) {
 	if len(b) == 0 {
-		return nil, fmt.Errorf("%w: empty binary job", ErrCorruptRecord)
+		return nil, fmt.Errorf("%w: empty binary job", ErrCorrupt)
 	}
 	switch f := b[0]; {
 	case f > binaryFormat:
-		return nil, fmt.Errorf("%w: binary job format %d is newer than this idemrun (%d); upgrade idemrun", ErrCorruptRecord, f, binaryFormat)
+		return nil, fmt.Errorf("%w: binary job format %d is newer than this idemrun (%d); upgrade idemrun", ErrCorrupt, f, binaryFormat)
 	case f < binaryFormatNoOwner:
-		return nil, fmt.Errorf("%w: unknown binary job format %d", ErrCorruptRecord, f)
+		return nil, fmt.Errorf("%w: unknown binary job format %d", ErrCorrupt, f)
 	}
 	format := b[0]
 	c := &cursor{b: b, off: 1, event: -1}
@@ -287,9 +293,9 @@ func decodeJobBinary(b []byte) (*store.Job, error) {
 	}
 	if c.err != "" {
 		if c.errEvent >= 0 {
-			return nil, fmt.Errorf("%w: binary job at history[%d].%s (byte %d): %s", ErrCorruptRecord, c.errEvent, c.field, c.errAt, c.err)
+			return nil, fmt.Errorf("%w: binary job at history[%d].%s (byte %d): %s", ErrCorrupt, c.errEvent, c.field, c.errAt, c.err)
 		}
-		return nil, fmt.Errorf("%w: binary job at %s (byte %d): %s", ErrCorruptRecord, c.field, c.errAt, c.err)
+		return nil, fmt.Errorf("%w: binary job at %s (byte %d): %s", ErrCorrupt, c.field, c.errAt, c.err)
 	}
 	return j, nil
 }
