@@ -11,8 +11,8 @@ import (
 )
 
 // MatchIDs returns the ids of up to max jobs f matches, from one
-// snapshot. Only the request URL of each row is read besides the
-// columns, for its host.
+// snapshot. With a host filter each row's record is read too, for its
+// request URL's host.
 func (db *DB) MatchIDs(f store.ListFilter, max int) ([]string, bool, error) {
 	if len(f.States) == 0 {
 		return nil, false, fmt.Errorf("store: matching jobs needs a state filter")
@@ -29,11 +29,11 @@ func (db *DB) MatchIDs(f store.ListFilter, max int) ([]string, bool, error) {
 		return nil, false, nil
 	}
 	args = append(args, states)
-	url := "NULL::text"
+	rec := "NULL::bytea"
 	if f.Host != "" {
-		url = "job->'request'->>'url'"
+		rec = "job"
 	}
-	sql := fmt.Sprintf(`SELECT id::text, %s FROM %s WHERE state = ANY($%d) AND %s`, url, db.table(), len(args), where)
+	sql := fmt.Sprintf(`SELECT id::text, %s FROM %s WHERE state = ANY($%d) AND %s`, rec, db.table(), len(args), where)
 	var ids []string
 	more := false
 	err := db.snapshot(bg, func(tx pgx.Tx) error {
@@ -45,12 +45,15 @@ func (db *DB) MatchIDs(f store.ListFilter, max int) ([]string, bool, error) {
 		defer rows.Close()
 		for rows.Next() {
 			var id string
-			var u *string
-			if err := rows.Scan(&id, &u); err != nil {
+			var rec []byte
+			if err := rows.Scan(&id, &rec); err != nil {
 				return err
 			}
-			if f.Host != "" && (u == nil || store.HostOf(*u) != f.Host) {
-				continue
+			if f.Host != "" {
+				j, err := decodeJob(rec)
+				if err != nil || store.HostOf(j.Request.URL) != f.Host {
+					continue
+				}
 			}
 			if len(ids) == max {
 				more = true

@@ -727,7 +727,8 @@ type manyCols struct {
 	id, state         []string
 	next, updated     []int64
 	fence, attempts   []int64
-	owner, job, host  []string
+	owner, host       []string
+	job               [][]byte
 	cFence, cAttempts []int64
 	cOwner, cState    []string
 	cSort             []int64
@@ -741,7 +742,7 @@ func (m *manyCols) add(c cols) {
 	m.fence = append(m.fence, c.fence)
 	m.attempts = append(m.attempts, c.attempts)
 	m.owner = append(m.owner, c.owner)
-	m.job = append(m.job, string(c.job))
+	m.job = append(m.job, c.job)
 	m.host = append(m.host, c.host)
 }
 

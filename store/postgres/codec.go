@@ -14,24 +14,17 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/internal/jobbinary"
 )
 
-// encodeJob returns the record stored in the job column: store.Job's own
-// JSON, with every character beyond ASCII escaped. JSON rather than a
-// binary layout because the runner's code adds and changes Job fields
-// freely: a field added is stored without a migration, and a record read
-// back by the idemrun that wrote it is the same job. The json type (not
-// jsonb) keeps the text as written, \u0000 included, and ASCII text is
-// stored alike whatever the database's encoding.
+// encodeJob returns the record stored in the job column: the binary
+// encoding of store/internal/jobbinary, as store/bolt stores it. A field
+// added to Job needs a new format there, for both backends at once.
 func encodeJob(j *store.Job) ([]byte, error) {
 	if _, ok := stateByte[j.State]; !ok {
 		return nil, fmt.Errorf("store: encode job %s: unknown state %q", j.ID, j.State)
 	}
-	b, err := json.Marshal(j)
-	if err != nil {
-		return nil, fmt.Errorf("store: encode job %s: %w", j.ID, err)
-	}
-	return asciiJSON(b), nil
+	return jobbinary.Append(nil, j), nil
 }
 
 // asciiJSON escapes every non-ASCII character of the JSON text b as \uXXXX
@@ -63,10 +56,31 @@ func asciiJSON(b []byte) []byte {
 	return out
 }
 
-// decodeJob decodes a job record. A field this idemrun does not know is
-// refused, not dropped: the record was written by a newer idemrun, and
-// writing it back would lose what that one stored.
+// decodeJob decodes a job record: the binary encoding, or the JSON text
+// of a record written before schema version 4 (it starts with "{", which
+// no binary format does). A field this idemrun does not know is refused,
+// not dropped: the record was written by a newer idemrun, and writing it
+// back would lose what that one stored.
 func decodeJob(b []byte) (*store.Job, error) {
+	decode := jobbinary.Decode
+	if len(b) > 0 && b[0] == '{' {
+		decode = decodeJobJSON
+	}
+	j, err := decode(b)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := uuid.Parse(j.ID); err != nil {
+		return nil, fmt.Errorf("%w: bad id %q", ErrCorruptRecord, j.ID)
+	}
+	if _, ok := stateByte[j.State]; !ok {
+		return nil, fmt.Errorf("%w: job %s has unknown state %q", ErrCorruptRecord, j.ID, j.State)
+	}
+	return j, nil
+}
+
+// decodeJobJSON decodes a record in the JSON of store.Job.
+func decodeJobJSON(b []byte) (*store.Job, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	var j store.Job
@@ -75,12 +89,6 @@ func decodeJob(b []byte) (*store.Job, error) {
 	}
 	if d.More() {
 		return nil, fmt.Errorf("%w: data after the job", ErrCorruptRecord)
-	}
-	if _, err := uuid.Parse(j.ID); err != nil {
-		return nil, fmt.Errorf("%w: bad id %q", ErrCorruptRecord, j.ID)
-	}
-	if _, ok := stateByte[j.State]; !ok {
-		return nil, fmt.Errorf("%w: job %s has unknown state %q", ErrCorruptRecord, j.ID, j.State)
 	}
 	return &j, nil
 }
@@ -114,19 +122,15 @@ func colsOf(j *store.Job) (cols, error) {
 	}, nil
 }
 
-// The JSON is sent as text: as []byte, pgx's exec and simple-protocol
-// modes (the URL's default_query_exec_mode, for poolers) would send it as
-// bytea, which a json column refuses.
-
 // updateArgs are the arguments of queries.update for c: id, then the
 // columns it sets.
 func (c cols) updateArgs() []any {
-	return []any{c.id, c.state, c.next, c.updated, c.fence, c.attempts, c.owner, string(c.job), c.host}
+	return []any{c.id, c.state, c.next, c.updated, c.fence, c.attempts, c.owner, c.job, c.host}
 }
 
 // insertArgs are the arguments of queries.insert for c.
 func (c cols) insertArgs() []any {
-	return []any{c.id, c.key, c.state, c.next, c.updated, c.fence, c.attempts, c.owner, string(c.job), c.host}
+	return []any{c.id, c.key, c.state, c.next, c.updated, c.fence, c.attempts, c.owner, c.job, c.host}
 }
 
 // The store's times are kept as Unix nanoseconds. Outside 1678–2262 they

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/internal/jobbinary"
 )
 
 // DefaultSchema is the schema that holds idemrun's tables unless
@@ -28,7 +29,7 @@ var (
 	ErrNewerSchema = errors.New("store: the database schema is newer than this idemrun")
 	// ErrCorruptRecord: a stored job does not decode, or its columns
 	// disagree with it.
-	ErrCorruptRecord = errors.New("store: corrupt job record")
+	ErrCorruptRecord = jobbinary.ErrCorrupt
 )
 
 // Options configures Open and Migrate. A nil *Options means all defaults.

@@ -79,20 +79,39 @@ func TestNanos(t *testing.T) {
 	}
 }
 
-// TestDecodeRefusesUnknownFields: a record with a field this idemrun
-// does not know was written by a newer one; it is refused, not dropped.
-func TestDecodeRefusesUnknownFields(t *testing.T) {
-	j := &store.Job{ID: store.NewID(), Key: "k", State: store.StatePending}
-	rec, err := encodeJob(j)
+// jsonRecord is j's record as idemrun wrote it before schema version 4:
+// store.Job's JSON, non-ASCII escaped.
+func jsonRecord(t *testing.T, j *store.Job) string {
+	t.Helper()
+	b, err := json.Marshal(j)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := decodeJob(rec); err != nil {
-		t.Fatalf("decodeJob of a fresh record: %v", err)
+	return string(asciiJSON(b))
+}
+
+// TestDecodeRefusesUnknownFields: a JSON record (written before schema
+// version 4) with a field this idemrun does not know was written by a
+// newer one; it is refused, not dropped.
+func TestDecodeRefusesUnknownFields(t *testing.T) {
+	j := &store.Job{ID: store.NewID(), Key: "k", State: store.StatePending}
+	rec := jsonRecord(t, j)
+	if _, err := decodeJob([]byte(rec)); err != nil {
+		t.Fatalf("decodeJob of a JSON record: %v", err)
 	}
-	newer := strings.Replace(string(rec), `{`, `{"added_later":1,`, 1)
-	if _, err := decodeJob([]byte(newer)); err == nil {
-		t.Errorf("decodeJob(%s) = nil error; want a refusal", newer)
+	newer := strings.Replace(rec, `{`, `{"added_later":1,`, 1)
+	if _, err := decodeJob([]byte(newer)); !errors.Is(err, ErrCorruptRecord) {
+		t.Errorf("decodeJob(%s) = %v; want a refusal", newer, err)
+	}
+	bin, err := encodeJob(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := decodeJob(bin); err != nil || got.ID != j.ID {
+		t.Fatalf("decodeJob of a binary record = %v, %v", got, err)
+	}
+	if _, err := decodeJob(append(bin, 0)); !errors.Is(err, ErrCorruptRecord) {
+		t.Errorf("decodeJob of a binary record with a trailing byte = %v; want ErrCorruptRecord", err)
 	}
 	if _, err := encodeJob(&store.Job{ID: j.ID, State: "bogus"}); err == nil {
 		t.Errorf("encodeJob of an unknown state = nil error")

@@ -56,9 +56,11 @@ func TestMigrateHostsFromVersion1(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Version 1's insert: no host column.
+		// Version 1's insert: no host column, the record as JSON.
+		args := c.insertArgs()[:9]
+		args[8] = jsonRecord(t, j)
 		if _, err := conn.Exec(ctx, `INSERT INTO `+tbl+` (id, key, state, next_run_ns, updated_ns, fence, attempts, owner, job)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, c.insertArgs()[:9]...); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, args...); err != nil {
 			t.Fatal(err)
 		}
 	}

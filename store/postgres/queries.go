@@ -38,13 +38,13 @@ func newQueries(schema string) queries {
 		// update and finish over arrays, one element per job: one
 		// statement for a batch of jobs.
 		updateMany: `UPDATE {schema}.jobs AS j SET state = u.state, next_run_ns = u.next_run_ns, updated_ns = u.updated_ns,
-				fence = u.fence, attempts = u.attempts, owner = u.owner, job = u.job::json, host = u.host
-			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::text[])
+				fence = u.fence, attempts = u.attempts, owner = u.owner, job = u.job, host = u.host
+			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::bytea[], $9::text[])
 				AS u(id, state, next_run_ns, updated_ns, fence, attempts, owner, job, host)
 			WHERE j.id = u.id::uuid`,
 		finishMany: `UPDATE {schema}.jobs AS j SET state = u.state, next_run_ns = u.next_run_ns, updated_ns = u.updated_ns,
-				fence = u.fence, attempts = u.attempts, owner = u.owner, job = u.job::json, host = u.host
-			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::text[],
+				fence = u.fence, attempts = u.attempts, owner = u.owner, job = u.job, host = u.host
+			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::bytea[], $9::text[],
 					$10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::bigint[])
 				AS u(id, state, next_run_ns, updated_ns, fence, attempts, owner, job, host, c_fence, c_attempts, c_owner, c_state, c_sort)
 			WHERE j.id = u.id::uuid AND j.fence = u.c_fence AND j.attempts = u.c_attempts AND j.owner = u.c_owner
