@@ -196,9 +196,8 @@ func checkNew(j *store.Job) error {
 		return fmt.Errorf("store: job id %q is not a UUID", j.ID)
 	}
 	j.ID = u.String()
-	// JSON strings are UTF-8: what a job sends must come back byte for
-	// byte, so a request that is not UTF-8 is refused rather than stored
-	// changed. (The api refuses such requests before they get here.)
+	// A request that is not UTF-8 is refused, as the api refuses it
+	// before it gets here (and as records were JSON before schema 4).
 	for _, f := range []struct{ name, v string }{
 		{"key", j.Key}, {"fingerprint", j.Fingerprint}, {"method", j.Request.Method}, {"URL", j.Request.URL},
 		{"status URL", j.StatusURL}, {"key format", j.KeyFormat},

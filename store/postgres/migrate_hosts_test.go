@@ -13,21 +13,30 @@ import (
 	"github.com/idemrun/idemrun/store"
 )
 
+// schemaAtVersion is a fresh schema migrated up to version v and a
+// connection to its database, closed when the test ends.
+func schemaAtVersion(t *testing.T, v int) (url, schema string, conn *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	url, schema = pgtest.Schema(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	if err := migrateTo(ctx, conn, schema, v); err != nil {
+		t.Fatalf("migrate to version %d: %v", v, err)
+	}
+	return url, schema, conn
+}
+
 // TestMigrateHostsFromVersion1: Migrate brings a version-1 schema with
 // jobs in it to this version, and fills each job's host column as
 // store.ClaimHost computes it (over more than one backfill page); the
 // store then passes Check, which compares the column with the record.
 func TestMigrateHostsFromVersion1(t *testing.T) {
 	ctx := context.Background()
-	url, schema := pgtest.Schema(t)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if err := migrateTo(ctx, conn, schema, 1); err != nil {
-		t.Fatalf("migrate to version 1: %v", err)
-	}
+	url, schema, conn := schemaAtVersion(t, 1)
 	if v, err := schemaVersion(ctx, conn, schema); err != nil || v != 1 {
 		t.Fatalf("schema version = %d, %v; want 1", v, err)
 	}

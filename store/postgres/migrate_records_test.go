@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/idemrun/idemrun/internal/pgtest"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -17,15 +16,7 @@ import (
 // encoding.
 func TestMigrateRecordsFromVersion3(t *testing.T) {
 	ctx := context.Background()
-	url, schema := pgtest.Schema(t)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if err := migrateTo(ctx, conn, schema, 3); err != nil {
-		t.Fatalf("migrate to version 3: %v", err)
-	}
+	url, schema, conn := schemaAtVersion(t, 3)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
 	j := &store.Job{ID: store.NewID(), Key: "clé-1", Fingerprint: "fp", State: store.StatePending,
 		Request:     store.Request{Method: "POST", URL: "http://127.0.0.1:9/pay", Header: []store.HeaderField{{Name: "X-Note", Value: "naïve ✓"}}, Body: []byte{0, 1, 2}},
