@@ -91,6 +91,11 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		m.usage(m.Stdout)
 		return exitOK
 	}
+	if scrub := urlSecrets(args, m.Getenv); scrub != nil {
+		mm := *m
+		mm.Stderr = scrubWriter{w: m.Stderr, scrub: scrub}
+		m = &mm
+	}
 	for _, c := range commands() {
 		if c.name == args[0] {
 			err := c.run(m, ctx, args[1:])

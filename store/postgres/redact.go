@@ -141,3 +141,9 @@ func (e *redactedError) Unwrap() error { return e.err }
 // Redacted returns the database URL (or keyword string) with its
 // password masked, for messages and logs.
 func Redacted(url string) string { return newRedactor(url).location() }
+
+// Scrubber returns a function that removes the secrets of the database
+// URL url (its password, as written and as decoded) from any text: for a
+// caller that may echo the URL where it was not expected, such as a
+// command line's stray argument.
+func Scrubber(url string) func(string) string { return newRedactor(url).scrub }
