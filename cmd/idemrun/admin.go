@@ -122,14 +122,18 @@ func (m *Main) check(ctx context.Context, args []string) error {
 	if err := m.parse(fs, args); err != nil {
 		return err
 	}
-	dbt, err := m.db(fs, *db)
+	if fs.NArg() > 1 {
+		return usagef("check: give at most one file")
+	}
+	// The argument names the database as --db would: a URL takes
+	// --schema or $IDEMRUN_SCHEMA, a file refuses a --schema.
+	name := *db
+	if fs.NArg() == 1 {
+		name = fs.Arg(0)
+	}
+	dbt, err := m.db(fs, name)
 	if err != nil {
 		return err
-	}
-	if fs.NArg() == 1 {
-		dbt.path = fs.Arg(0)
-	} else if fs.NArg() > 1 {
-		return usagef("check: give at most one file")
 	}
 	path := dbt.String()
 	c, err := m.open(dbt.path, dbt.options(&api.Options{ReadOnly: true, Direct: true, LockTimeout: 2 * time.Second}))

@@ -148,3 +148,24 @@ func exitCode(t *testing.T, cmd *exec.Cmd) result {
 	}
 	return r
 }
+
+// `check URL` reads the schema that --schema or $IDEMRUN_SCHEMA names, as
+// `check --db URL` does.
+func TestCheckURLArgumentTakesSchema(t *testing.T) {
+	e := pgEnv(t)
+	e.ok("migrate")
+	e.ok("enqueue", "--url", "http://127.0.0.1:9/pay", "--key", "k1")
+	url, schema := e.db, e.schema
+	bare := e.with(t)
+	bare.db = "" // the URL comes from the argument alone
+	if r := bare.ok("check", url); !strings.Contains(r.stdout, "ok (1 jobs") {
+		t.Errorf("check URL with $IDEMRUN_SCHEMA: want the schema's 1 job:\n%s", r)
+	}
+	bare.schema = ""
+	if r := bare.ok("check", "--schema", schema, url); !strings.Contains(r.stdout, "ok (1 jobs") {
+		t.Errorf("check URL --schema: want the schema's 1 job:\n%s", r)
+	}
+	if r := bare.run("check", "--schema", schema, e.dir+"/jobs.db"); r.code != exitUsage || !strings.Contains(r.stderr, "schema") {
+		t.Errorf("check FILE --schema: want exit 2 refusing the schema:\n%s", r)
+	}
+}
