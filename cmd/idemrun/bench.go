@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/internal/bench"
+	"github.com/idemrun/idemrun/store/postgres"
 )
 
 func (m *Main) bench(ctx context.Context, args []string) error {
@@ -79,6 +80,11 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	case pg:
 		if err := bench.CheckPostgresURL(*db); err != nil {
 			return &api.InvalidError{Field: "db", Value: api.Redacted(*db), Accepted: "a postgres:// URL that parses"}
+		}
+		// A server that cannot be used is the user's to fix (exit 2),
+		// told apart from the bench's own failures.
+		if err := postgres.Ping(ctx, *db); err != nil {
+			return openDBError(dbTarget{path: *db}, err)
 		}
 	case *db != "":
 		if *dir != "" {

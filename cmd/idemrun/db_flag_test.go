@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -115,8 +116,13 @@ func TestDBFlagUnreachablePostgres(t *testing.T) {
 		"bad port":         "postgres://postgres:" + testPassword + "@127.0.0.1:99999999/x",
 	} {
 		e.db = db
-		for _, cmd := range [][]string{{"list"}, {"migrate"}} {
-			r := e.run(cmd...)
+		for _, cmd := range [][]string{{"list"}, {"migrate"}, {"bench", "--db", db, "--jobs", "10"}, {"demo", "--db", db, "--jobs", "10"}} {
+			var r result
+			if slices.Contains(processWide, cmd[0]) {
+				r = e.runProc(cmd...)
+			} else {
+				r = e.run(cmd...)
+			}
 			noPassword(t, r)
 			if r.code != exitUsage {
 				t.Errorf("%s, %s: want exit 2, got:\n%s", name, cmd[0], r)

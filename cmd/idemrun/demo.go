@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/internal/demo"
+	"github.com/idemrun/idemrun/store/postgres"
 )
 
 func (m *Main) demo(ctx context.Context, args []string) error {
@@ -83,6 +84,12 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 		"commit502": f.CommitThen502, "commit504": f.CommitThen504, "slow": f.SlowCommit, "drop": f.DropBeforeHandling, "flaky-status": f.FlakyStatus} {
 		if !(p >= 0 && p <= 1) { // NaN fails both comparisons
 			return &api.InvalidError{Field: name, Value: fmt.Sprint(p), Accepted: "a probability from 0 to 1"}
+		}
+	}
+	if *db != "" {
+		// A server that cannot be used is the user's to fix (exit 2).
+		if err := postgres.Ping(ctx, *db); err != nil {
+			return openDBError(dbTarget{path: *db}, err)
 		}
 	}
 	// An interrupt ends the run through its context, so the scratch

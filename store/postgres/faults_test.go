@@ -25,14 +25,16 @@ import (
 
 const faultPW = "s3cr3t-Pa55"
 
-// connectFails opens and migrates url and returns the *ConnectError both
-// give, checking that it is one line without the password.
+// connectFails opens, migrates and pings url and returns the
+// *ConnectError each gives, checking that it is one line without the
+// password.
 func connectFails(t *testing.T, url string) []*postgres.ConnectError {
 	t.Helper()
 	var out []*postgres.ConnectError
 	for name, f := range map[string]func() error{
 		"Open":    func() error { _, err := postgres.Open(ctx, url, nil); return err },
 		"Migrate": func() error { return postgres.Migrate(ctx, url, nil) },
+		"Ping":    func() error { return postgres.Ping(ctx, url) },
 	} {
 		err := f()
 		var ce *postgres.ConnectError
