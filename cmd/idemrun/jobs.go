@@ -77,7 +77,7 @@ func (m *Main) list(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tATTEMPTS\tLAST\tMETHOD\tURL\tUPDATED\tKEY")
 	for _, j := range page.Jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, stateOf(j), j.MaxAttempts-j.AttemptsLeft, j.MaxAttempts, lastOf(j), j.Method, trunc(j.URL, 48), ago(j.UpdatedAt), trunc(j.Key, 40))
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, listState(j), j.MaxAttempts-j.AttemptsLeft, j.MaxAttempts, lastOf(j), j.Method, trunc(j.URL, 48), ago(j.UpdatedAt), trunc(j.Key, 40))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -175,6 +175,23 @@ func stateOf(j *api.Job) string {
 		return "running, runner gone"
 	}
 	return string(j.State)
+}
+
+// listState is list's STATE column: stateOf, and for a running job the
+// runner working it (the first characters of its id; show prints it
+// whole), so a stuck job can be traced to its node.
+func listState(j *api.Job) string {
+	if j.State != store.StateRunning || j.Owner == "" {
+		return stateOf(j)
+	}
+	owner := trunc(j.Owner, 9)
+	switch j.Lease {
+	case api.LeaseAlive:
+		return "running on " + owner + ", lease alive"
+	case api.LeaseExpired:
+		return stateOf(j) + " (" + owner + ")"
+	}
+	return "running on " + owner
 }
 
 func renderJob(w io.Writer, j *api.Job) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/store"
+	"github.com/idemrun/idemrun/store/postgres"
 )
 
 // nextArgs turns the "more: idemrun list ..." line a page prints into the
@@ -134,8 +135,8 @@ func TestListShowRunnerGone(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if r := e.ok("list"); !strings.Contains(r.stdout, "running, runner gone") {
-		t.Errorf("list of a job whose runner is gone:\n%s\nwant its state as running, runner gone", r)
+	if r := e.ok("list"); !strings.Contains(r.stdout, "running, runner gone (killed-r…)") {
+		t.Errorf("list of a job whose runner is gone:\n%s\nwant its state as running, runner gone, and the runner", r)
 	}
 	r := e.ok("show", "gone-1")
 	if !strings.Contains(r.stdout, "running, runner gone") || !strings.Contains(r.stdout, "killed-runner, gone") {
@@ -144,5 +145,34 @@ func TestListShowRunnerGone(t *testing.T) {
 	j := jsonObject(t, e.ok("show", "gone-1", "--json"))
 	if j["state"] != "running" || j["owner"] != "killed-runner" || j["lease"] != "expired" {
 		t.Errorf("show --json: state %v owner %v lease %v, want running, killed-runner, expired", j["state"], j["owner"], j["lease"])
+	}
+}
+
+// On a shared database a running job's runner may be alive: list names
+// it and says its lease is alive, show gives its whole id.
+func TestListShowLiveRunner(t *testing.T) {
+	e := pgEnv(t)
+	e.ok("migrate")
+	e.ok("enqueue", "--url", "http://127.0.0.1:9/a", "--key", "live-1")
+	c, err := api.Open(e.db, &api.Options{Direct: true, Warn: io.Discard, Postgres: &postgres.Options{Schema: e.schema}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	// The lease outlives the handle: it is a row in the database.
+	if err := c.Store().Register(ctx, store.RunnerInfo{ID: "node-a-7f3e", Workers: 1}, time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Store().Deregister(ctx, "node-a-7f3e")
+	claims, err := c.Store().ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: time.Now().Add(time.Second), Limit: 1, Owner: "node-a-7f3e"})
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim: %d claims, %v", len(claims), err)
+	}
+	if r := e.ok("list"); !strings.Contains(r.stdout, "running on node-a-7…, lease alive") {
+		t.Errorf("list of a job a live runner works:\n%s\nwant its runner and a live lease", r)
+	}
+	if r := e.ok("show", "live-1"); !strings.Contains(r.stdout, "node-a-7f3e (lease alive)") {
+		t.Errorf("show of a job a live runner works:\n%s\nwant its runner's id and a live lease", r)
 	}
 }
