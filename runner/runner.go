@@ -166,6 +166,12 @@ func (r *Runner) backoff(b Backoff, n int) time.Duration {
 // stops claiming, lets in-flight work finish for ShutdownGrace, cancels the
 // rest, records them and returns nil) or, with UntilIdle, until no job is
 // pending, running or unknown.
+//
+// When its lease is lost (the store unreachable for longer than
+// LeaseTTL), Run ends its attempts in flight as a shutdown does and
+// returns an error wrapping store.ErrLeaseLost: its jobs are another
+// runner's to rescue, and a new Runner (a new Config.ID, or none) goes
+// on, as `idemrun run` does.
 func (r *Runner) Run(ctx context.Context) error {
 	r.stopping = ctx.Done()
 	stopLease, err := r.register(ctx)

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/idemrun/idemrun/metrics"
 	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/statusquery"
+	"github.com/idemrun/idemrun/store"
 )
 
 func (m *Main) run(ctx context.Context, args []string) error {
@@ -179,7 +181,9 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	met.WatchHosts(r)
+	var current currentRunner
+	current.p.Store(r)
+	met.WatchHosts(&current)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -211,12 +215,35 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		go sweepLoop(ctx, client, *retention, *keyRetention, logger)
 	}
 	logger.Info("runner started", "db", dbt.String(), "workers", *wf.workers, "pid", os.Getpid())
-	if err := r.Run(ctx); err != nil {
-		return &stoppedError{err}
+	for {
+		lost := r.Run(ctx)
+		if lost == nil {
+			break
+		}
+		if !errors.Is(lost, store.ErrLeaseLost) || ctx.Err() != nil {
+			return &stoppedError{lost}
+		}
+		// Cut off from the database for longer than its lease (an
+		// outage, a failover): its claims are another runner's to
+		// rescue, and its late outcomes are refused by their fence. The
+		// process goes on as a new runner, with a lease of its own, and
+		// may rescue its former self's jobs like any other's.
+		cfg.ID = ""
+		if r, err = client.NewRunner(cfg); err != nil {
+			return err
+		}
+		current.p.Store(r)
+		logger.Warn("runner lease lost; starting again as a new runner", "err", lost, "runner", r.ID())
 	}
 	logger.Info("runner stopped")
 	return nil
 }
+
+// currentRunner is the runner a run process works with now: a new one
+// after a lost lease. The metrics read its host figures.
+type currentRunner struct{ p atomic.Pointer[runner.Runner] }
+
+func (c *currentRunner) HostFigures() []runner.HostFigures { return c.p.Load().HostFigures() }
 
 // serveSocket serves h on a unix socket at sock, mode 0600. A socket left by
 // a crashed runner is replaced: this process holds the database lock, so no
