@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/idemrun/idemrun/api"
+	"github.com/idemrun/idemrun/internal/pgtest"
 )
 
 // dyingRunner serves the admin socket beside db: health answers, every
@@ -130,5 +131,38 @@ func TestUnknownThenRefusedNamesTheKey(t *testing.T) {
 	t.Logf("%s", r)
 	if r.code != 3 || !strings.Contains(r.stderr, "--key ") {
 		t.Errorf("first try unknown, second refused: exit %d, and the key the first try may have stored is %s; want exit 3 naming the key", r.code, map[bool]string{true: "named", false: "not named"}[strings.Contains(r.stderr, "--key ")])
+	}
+}
+
+// On Postgres: every COMMIT reaches the server and its connection is then
+// cut, so the CLI never hears whether the enqueue stored the job. It
+// tries once more, hears nothing again, names the key and exits 3. The
+// same enqueue again, under that key, finds the job the first COMMIT
+// stored: one job, not two.
+func TestPostgresCommitUnknownNamesTheKey(t *testing.T) {
+	e := pgEnv(t)
+	e.ok("migrate")
+	proxy, err := pgtest.StartProxy(e.db, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	proxy.SetCutAfterCommit(1)
+	cut := e.with(t)
+	cut.db = proxy.URL
+	args := []string{"enqueue", "--url", "http://127.0.0.1:9/pay", "--data", `{"n":1}`, "--key", "pay-cut-1"}
+	r := cut.run(args...)
+	if r.code != exitUnknown || !strings.Contains(r.stderr, "enqueue the same request again with --key pay-cut-1") {
+		t.Fatalf("enqueue whose COMMIT is never answered: want exit 3 naming the key, got:\n%s", r)
+	}
+	if proxy.Cuts() < 2 {
+		t.Errorf("the proxy cut %d COMMITs, want the first and the one sent again", proxy.Cuts())
+	}
+	again := jsonObject(t, e.ok(append(args, "--json")...))
+	if again["existing"] != true {
+		t.Errorf("the same enqueue again: %v, want the job the cut COMMIT stored (existing)", again)
+	}
+	if st := e.statsOf(); st["pending"] != 1 {
+		t.Errorf("stats %v, want 1 pending job", st)
 	}
 }
