@@ -138,11 +138,10 @@ func TestClusterCommitCuts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test starts real processes; skipped with -short")
 	}
-	// It fails today, and the fix is not in this package: a claim chained
-	// to an outcome write (or a ClaimDue) whose COMMIT the node never
-	// hears leaves the claimed job running, owned by a live node that does
-	// not know it has it and spares it from its own rescues, until that
-	// node stops. Remove this skip with the fix.
+	// A claim whose COMMIT the node never hears leaves the job running,
+	// owned by a live node that does not know it has it and spares it
+	// from its rescues: the node adopts such jobs into unknown at its
+	// next heartbeat (runner/orphans.go), which this test depends on.
 	bin := buildBinary(t)
 	url, schema := pgtest.Schema(t)
 	seed := uint64(time.Now().UnixNano())
