@@ -26,8 +26,8 @@ type HostSettings struct {
 	Burst *int
 	// Concurrency is the most requests in flight at once, from 1.
 	Concurrency *int
-	// Settle is how long after an attempt started its status may first
-	// be asked, from 0 to 1h.
+	// Settle is how long after an attempt started a status answer of
+	// "not found" may lead to a replay, from 0 to 1h.
 	Settle *time.Duration
 }
 

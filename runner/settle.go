@@ -36,13 +36,10 @@ func (r *Runner) settleOf(j *store.Job, host string) time.Duration {
 	return r.cfg.Settle
 }
 
-// settle is the settle window of host's own policy, else the default
-// policy's; 0 when neither sets one.
+// settle is the settle window of the policy host follows; 0 when
+// neither its own nor the default's sets one.
 func (t *traffic) settle(host string) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if d := t.policies[host].Settle; d > 0 {
-		return d
-	}
-	return t.policies[store.DefaultHost].Settle
+	return t.policy(host).Settle
 }

@@ -138,12 +138,10 @@ func (t *traffic) refresh(now time.Time) {
 	t.dirty = true
 }
 
-// policy is host's policy, or the default's; t.mu is held.
+// policy is the policy host follows (store.HostPolicy.Over); t.mu is
+// held.
 func (t *traffic) policy(host string) store.HostPolicy {
-	if p, ok := t.policies[host]; ok {
-		return p
-	}
-	return t.policies[store.DefaultHost]
+	return t.policies[host].Over(t.policies[store.DefaultHost])
 }
 
 // host returns host's state, made on first use; t.mu is held.

@@ -26,9 +26,9 @@ type HostPolicy struct {
 	Burst int `json:"burst,omitempty"`
 	// Concurrency is the most requests in flight at once; 0 sets no limit.
 	Concurrency int `json:"concurrency,omitempty"`
-	// Settle is how long after an attempt started its status may first
-	// be asked: a status endpoint that lags its writes answers "not
-	// found" for a create still in progress.
+	// Settle is how long after an attempt started a status answer of
+	// "not found" may lead to a replay: a status endpoint that lags its
+	// writes answers "not found" for a create still in progress.
 	Settle time.Duration `json:"settle,omitempty"`
 	// Paused stops every attempt and status query to the host until it
 	// is resumed; its jobs wait and spend nothing.
@@ -38,6 +38,24 @@ type HostPolicy struct {
 	// UpdatedAt and UpdatedBy record the last change.
 	UpdatedAt time.Time `json:"updated_at"`
 	UpdatedBy string    `json:"updated_by,omitempty"`
+}
+
+// Over is the policy a host follows: p, its own, with what p leaves unset
+// (rate and burst, concurrency, settle) taken from def, the default
+// policy's (DefaultHost). So a pause or a settle window of a host's own
+// does not lift the default's limits from it. A pause and its note are
+// the host's own.
+func (p HostPolicy) Over(def HostPolicy) HostPolicy {
+	if p.Rate <= 0 {
+		p.Rate, p.Burst = def.Rate, def.Burst
+	}
+	if p.Concurrency <= 0 {
+		p.Concurrency = def.Concurrency
+	}
+	if p.Settle <= 0 {
+		p.Settle = def.Settle
+	}
+	return p
 }
 
 // Hosts keeps the host policies.

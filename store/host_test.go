@@ -1,6 +1,9 @@
 package store
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestHostOf(t *testing.T) {
 	for in, want := range map[string]string{
@@ -32,5 +35,30 @@ func TestClaimHost(t *testing.T) {
 	j.StatusURL = ""
 	if got := ClaimHost(j); got != "api.example.com" {
 		t.Errorf("unknown without a status URL: %q", got)
+	}
+}
+
+// A host's own policy sets what it gives; the default's fills in the rest.
+func TestHostPolicyOver(t *testing.T) {
+	def := HostPolicy{Host: DefaultHost, Rate: 5, Burst: 2, Concurrency: 3, Settle: time.Minute, Paused: true, Note: "all"}
+	for _, tc := range []struct {
+		name      string
+		own, want HostPolicy
+	}{
+		{"empty (a pause resumed)", HostPolicy{Host: "h"},
+			HostPolicy{Host: "h", Rate: 5, Burst: 2, Concurrency: 3, Settle: time.Minute}},
+		{"a settle window alone", HostPolicy{Host: "h", Settle: 6 * time.Second},
+			HostPolicy{Host: "h", Rate: 5, Burst: 2, Concurrency: 3, Settle: 6 * time.Second}},
+		{"a rate keeps its own burst", HostPolicy{Host: "h", Rate: 50},
+			HostPolicy{Host: "h", Rate: 50, Concurrency: 3, Settle: time.Minute}},
+		{"everything its own", HostPolicy{Host: "h", Rate: 50, Burst: 9, Concurrency: 7, Settle: time.Second, Paused: true, Note: "n"},
+			HostPolicy{Host: "h", Rate: 50, Burst: 9, Concurrency: 7, Settle: time.Second, Paused: true, Note: "n"}},
+	} {
+		if got := tc.own.Over(def); got != tc.want {
+			t.Errorf("%s: %+v.Over(%+v) = %+v, want %+v", tc.name, tc.own, def, got, tc.want)
+		}
+	}
+	if got := (HostPolicy{Host: "h"}).Over(HostPolicy{}); got != (HostPolicy{Host: "h"}) {
+		t.Errorf("no default: got %+v, want the host's own", got)
 	}
 }

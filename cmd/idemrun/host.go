@@ -76,7 +76,7 @@ func (m *Main) hostSet(ctx context.Context, args []string) error {
 	rate := fs.String("rate", "", "most requests per second, minute or hour: 40/s, 100/m, 500/h")
 	burst := fs.Int("burst", 0, "requests that may go at once after a quiet spell (default a tenth of a second's worth of --rate)")
 	conc := fs.Int("concurrency", 0, "most requests in flight at once")
-	settle := fs.Duration("settle", 0, "how long after an attempt started its status may first be asked (0s to 1h)")
+	settle := fs.Duration("settle", 0, "how long after an attempt started a status answer of \"not found\" may lead to a replay (0s to 1h)")
 	if err := m.parse(fs, args); err != nil {
 		return err
 	}
@@ -265,13 +265,23 @@ func (m *Main) hostList(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tPOLICY\tRATE\tBURST\tCONC\tSETTLE\tPAUSED\tPENDING\tUNKNOWN\tDUE\tIN-FLIGHT\tSEND-RATE\t429\t5XX\tTIMEOUTS\tBREAKER\tNOTE")
 	for _, h := range hs {
-		p, which := h.Policy, "own"
-		if p == nil {
-			p, which = def, "*"
+		// The figures the host follows: what its own policy leaves unset
+		// is the default's.
+		var own, dp api.HostPolicy
+		if def != nil {
+			dp = *def
 		}
-		if p == nil {
-			p, which = &api.HostPolicy{}, "none"
+		which := "*"
+		if h.Policy != nil {
+			own, which = *h.Policy, "own"
+		} else if def == nil {
+			which = "none"
 		}
+		pv := own.Over(dp)
+		if h.Policy == nil {
+			pv.Paused, pv.Note = dp.Paused, dp.Note
+		}
+		p := &pv
 		paused := "no"
 		if p.Paused {
 			paused = "yes"
