@@ -133,9 +133,43 @@ func (t *traffic) refresh(now time.Time) {
 	for _, p := range ps {
 		m[p.Host] = p
 	}
+	t.logChanges(t.policies, m)
 	t.policies = m
 	t.runners = max(1, runners)
 	t.dirty = true
+}
+
+// samePolicy reports whether a and b hold the same settings and change.
+func samePolicy(a, b store.HostPolicy) bool {
+	return a.Rate == b.Rate && a.Burst == b.Burst && a.Concurrency == b.Concurrency && a.Settle == b.Settle &&
+		a.Paused == b.Paused && a.Note == b.Note && a.UpdatedAt.Equal(b.UpdatedAt)
+}
+
+// logChanges logs how the policies went from old to new: a host paused
+// or resumed, a policy set, changed or removed. At the first load (old
+// nil) it logs only the hosts that are paused, so a runner says at its
+// start which hosts it holds back.
+func (t *traffic) logChanges(old, new map[string]store.HostPolicy) {
+	for host, p := range new {
+		o, had := old[host]
+		switch {
+		case p.Paused && !o.Paused:
+			t.log.Warn("host paused: no attempt or status query goes to it until it is resumed", "host", host, "note", p.Note, "by", p.UpdatedBy)
+		case !p.Paused && o.Paused:
+			t.log.Info("host resumed", "host", host, "by", p.UpdatedBy)
+		case old != nil && (!had || !samePolicy(p, o)):
+			t.log.Info("host policy set", "host", host, "rate", p.Rate, "burst", p.Burst, "concurrency", p.Concurrency, "settle", p.Settle, "by", p.UpdatedBy)
+		}
+	}
+	for host, o := range old {
+		if _, ok := new[host]; !ok {
+			if o.Paused {
+				t.log.Info("host resumed", "host", host, "why", "its policy was removed")
+			} else {
+				t.log.Info("host policy removed", "host", host)
+			}
+		}
+	}
 }
 
 // policy is the policy host follows (store.HostPolicy.Over); t.mu is

@@ -1,12 +1,16 @@
 package runner_test
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/idemrun/idemrun/runner"
 	"github.com/idemrun/idemrun/store"
 )
 
@@ -47,4 +51,55 @@ func TestTrafficDefaultFillsOwnPolicy(t *testing.T) {
 	if peak > 2 {
 		t.Errorf("%d requests in flight at once, want at most the default policy's 2", peak)
 	}
+}
+
+// A runner logs, at the default level, the pauses it finds as it starts
+// and every pause, resume and policy change it picks up while it runs.
+func TestTrafficLogsPolicyChanges(t *testing.T) {
+	db := openStore(t)
+	const host = "127.0.0.1:9"
+	setPolicy(t, db, host, func(p *store.HostPolicy) { p.Paused, p.Note = true, "their outage" })
+	var logs lockedBuffer
+	cfg := testConfig(t)
+	cfg.UntilIdle = false
+	cfg.PolicyReload = 10 * time.Millisecond
+	cfg.PollInterval = 10 * time.Millisecond
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runner.New(db, cfg).Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	waitLog := func(want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			for _, l := range strings.Split(logs.String(), "\n") {
+				if containsAll(l, want...) {
+					return
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatalf("no log line with %q:\n%s", want, logs.String())
+	}
+	waitLog("level=WARN", "host paused", "host="+host, `note="their outage"`)
+	setPolicy(t, db, host, func(p *store.HostPolicy) { p.Paused = false })
+	waitLog("level=INFO", "host resumed", "host="+host)
+	setPolicy(t, db, host, func(p *store.HostPolicy) { p.Rate = 5 })
+	waitLog("level=INFO", "host policy set", "host="+host, "rate=5")
+}
+
+// containsAll reports whether s holds every one of subs.
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }

@@ -163,7 +163,7 @@ func (m *Main) hostPause(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(m.Stdout, "host pause: %s is paused: no attempt or status query goes to it until `idemrun host resume %s`\n", p.Host, shellQuote(p.Host))
+		fmt.Fprintf(m.Stdout, "host pause: %s is paused: runners start no attempt or status query to it from their next policy reload (within a second) until `idemrun host resume %s`\n", p.Host, shellQuote(p.Host))
 		return nil
 	})
 }
