@@ -119,6 +119,14 @@ func (g *guard) right(token string) bool {
 
 func (g *guard) bearer(w http.ResponseWriter, r *http.Request) {
 	key := clientKey(r.RemoteAddr)
+	if r.Header.Get("Authorization") == "" {
+		// No token is no guess: a scraper or health check without one
+		// must not use up the failures that would lock out the operator
+		// on the same address.
+		g.logger.Warn("admin api: refused a request", "client", key, "reason", "no bearer token", "method", r.Method, "path", r.URL.Path)
+		refuse(w, http.StatusUnauthorized, 0)
+		return
+	}
 	v := g.lim.take(key)
 	if !v.ok {
 		if v.first {
@@ -139,9 +147,7 @@ func (g *guard) bearer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	why := "wrong bearer token"
-	if r.Header.Get("Authorization") == "" {
-		why = "no bearer token"
-	} else if !strings.EqualFold(scheme, "Bearer") {
+	if !strings.EqualFold(scheme, "Bearer") {
 		why = "not a bearer token"
 	}
 	attrs := []any{"client", key, "reason", why, "method", r.Method, "path", r.URL.Path, "attempts_left", v.left}

@@ -90,11 +90,15 @@ func TestAuthThrottlesWrongTokens(t *testing.T) {
 			t.Fatalf("wrong token %d: got %s, want 401", i+1, resp.Status)
 		}
 	}
-	for _, tok := range []string{guess, "", token} {
+	for _, tok := range []string{guess, token} {
 		resp := get(t, a, url, tok)
 		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" {
 			t.Errorf("after %d wrong tokens, token %q: got %s Retry-After %q, want 429 Retry-After 1", admin.AuthBurst, tok, resp.Status, resp.Header.Get("Retry-After"))
 		}
+	}
+	// No token is no guess: refused as ever, and not counted.
+	if resp := get(t, a, url, ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("after %d wrong tokens, no token: got %s, want 401", admin.AuthBurst, resp.Status)
 	}
 	if resp := get(t, b, url, token); resp.StatusCode != http.StatusOK {
 		t.Errorf("another address with the token: got %s, want 200", resp.Status)
@@ -118,10 +122,35 @@ func TestAuthThrottlesWrongTokens(t *testing.T) {
 	if !strings.Contains(out, "client=127.0.0.1") || !strings.Contains(out, "wrong bearer token") || !strings.Contains(out, "throttl") {
 		t.Errorf("the log does not name the client, the failure and the throttling:\n%s", out)
 	}
-	// One line per failure let through, one when throttling starts: not one
-	// per refused guess.
-	if n := strings.Count(out, "\n"); n > admin.AuthBurst+4 {
-		t.Errorf("%d log lines for %d failures, want at most %d:\n%s", n, admin.AuthBurst+4, admin.AuthBurst+4, out)
+	// One line per failure let through (the request without a token
+	// included), one when throttling starts: not one per refused guess.
+	if n := strings.Count(out, "\n"); n > admin.AuthBurst+5 {
+		t.Errorf("%d log lines for %d failures, want at most %d:\n%s", n, admin.AuthBurst+5, admin.AuthBurst+5, out)
+	}
+}
+
+// Requests without a token (a scraper, a health check) are refused and
+// logged but are not guesses: however many come from an address, the
+// right token from it is let through.
+func TestAuthNoTokenIsNoGuess(t *testing.T) {
+	t.Parallel()
+	const token = "3f9c1e7a52d84b06a1c9e5f27d3b8a40"
+	c := apitest.OpenClient(t, api.Options{})
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	var logs syncBuffer
+	srv := httptest.NewServer(admin.Handler(c, admin.Options{Token: token, Now: clock.now, Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
+	t.Cleanup(srv.Close)
+	a := clientFrom("127.0.0.1")
+	for i := range 3 * admin.AuthBurst {
+		if resp := get(t, a, srv.URL+"/metrics", ""); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("request %d without a token: got %s, want 401", i+1, resp.Status)
+		}
+	}
+	if resp := get(t, a, srv.URL+"/v1/stats", token); resp.StatusCode != http.StatusOK {
+		t.Errorf("the right token after %d requests without one: got %s, want 200", 3*admin.AuthBurst, resp.Status)
+	}
+	if !strings.Contains(logs.String(), "no bearer token") {
+		t.Errorf("requests without a token are not logged:\n%s", logs.String())
 	}
 }
 
