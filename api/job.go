@@ -56,6 +56,7 @@ type Job struct {
 	Fingerprint    string        `json:"fingerprint,omitempty"`     // the hash of the request the key is bound to (show only)
 	Headers        []WireHeader  `json:"headers,omitempty"`         // the request's headers, sensitive values redacted (show only)
 	BodySize       int           `json:"body_size"`                 // the request body's size in bytes; the body is never shown
+	SettledBy      string        `json:"settled_by,omitempty"`      // what gave the answer that ended it: attempt or status_query
 	Result         *Result       `json:"result,omitempty"`          // the answer that ended it (show only)
 	History        []store.Event `json:"history,omitempty"`         // attempts, status queries and manual actions, oldest first (show only)
 	HistoryDropped int           `json:"history_dropped,omitempty"` // the oldest events dropped to bound the history
@@ -160,6 +161,9 @@ func (c *Client) summaryWith(j *store.Job, scrub func(string) string) *Job {
 		Reason:         scrub(j.Reason),
 		MayHaveEffect:  j.MayHaveEffect,
 		BodySize:       len(j.Request.Body),
+	}
+	if j.Result != nil {
+		v.SettledBy = j.Result.Source
 	}
 	return v
 }

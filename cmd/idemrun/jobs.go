@@ -93,7 +93,7 @@ func (m *Main) list(ctx context.Context, args []string) error {
 // "unknown" is what the query answered, not how the job ended).
 func lastOf(j *api.Job) string {
 	switch {
-	case j.Result != nil && j.Result.Source == "status_query" && j.State.Terminal():
+	case j.SettledBy == "status_query" && j.State.Terminal():
 		return "found"
 	case j.LastStatus != 0:
 		return fmt.Sprint(j.LastStatus)

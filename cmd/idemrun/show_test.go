@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -86,9 +88,9 @@ func TestLastOf(t *testing.T) {
 		j    api.Job
 		want string
 	}{
-		{api.Job{State: store.StateSucceeded, LastClass: "unknown", Result: &api.Result{HTTPStatus: 200, Source: "status_query"}}, "found"},
-		{api.Job{State: store.StateFailed, LastClass: "unknown", Result: &api.Result{HTTPStatus: 200, Source: "status_query"}}, "found"},
-		{api.Job{State: store.StateSucceeded, LastStatus: 201, LastClass: "succeeded", Result: &api.Result{HTTPStatus: 201, Source: "attempt"}}, "201"},
+		{api.Job{State: store.StateSucceeded, LastClass: "unknown", SettledBy: "status_query"}, "found"},
+		{api.Job{State: store.StateFailed, LastClass: "unknown", SettledBy: "status_query"}, "found"},
+		{api.Job{State: store.StateSucceeded, LastStatus: 201, LastClass: "succeeded", SettledBy: "attempt"}, "201"},
 		{api.Job{State: store.StateUnknown, LastClass: "unknown"}, "unknown"},
 		{api.Job{State: store.StatePending}, "-"},
 	} {
@@ -96,4 +98,52 @@ func TestLastOf(t *testing.T) {
 			t.Errorf("lastOf(%s, class %q, status %d) = %q, want %q", tc.j.State, tc.j.LastClass, tc.j.LastStatus, got, tc.want)
 		}
 	}
+}
+
+// list itself says "found" for a job a status query settled: the list's
+// jobs carry what settled them.
+func TestListLastFound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.ok("enqueue", "--url", "http://127.0.0.1:9/a", "--key", "found-1")
+	c, err := api.Open(e.db, &api.Options{Direct: true, Warn: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now().Add(time.Second)
+	claims, err := c.Store().ClaimDue(ctx, store.ClaimRequest{State: store.StatePending, Now: now, Limit: 1})
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim: %d claims, %v", len(claims), err)
+	}
+	// The attempt's outcome was unknown; a status query found the effect.
+	if _, _, err := c.Store().FinishClaim(ctx, claims[0], func(j *store.Job) error {
+		j.State, j.LastClass, j.UpdatedAt = store.StateSucceeded, "unknown", now
+		j.Result = &store.Result{HTTPStatus: 200, Source: "status_query"}
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := e.ok("list")
+	if f := strings.Fields(lineWith(t, r.stdout, "found-1")); len(f) < 4 || f[3] != "found" {
+		t.Errorf("list's LAST for a job a status query settled:\n%s\nwant found", r.stdout)
+	}
+	if j := jsonArray(t, e.ok("list", "--json"))[0]; j["settled_by"] != "status_query" {
+		t.Errorf("list --json: settled_by %v, want status_query", j["settled_by"])
+	}
+}
+
+// lineWith is the line of out that holds s.
+func lineWith(t *testing.T, out, s string) string {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	t.Fatalf("no line with %q in:\n%s", s, out)
+	return ""
 }
