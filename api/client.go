@@ -326,6 +326,10 @@ func uniqueStates(ss []State) []State {
 	return out
 }
 
+// Now is the time by the client's clock: Options.Now, else the store's
+// (the database server's, on Postgres), which stamps its jobs' changes.
+func (c *Client) Now() time.Time { return c.opts.Now() }
+
 // List returns a page of jobs.
 func (c *Client) List(ctx context.Context, f ListFilter) (ListPage, error) {
 	if c.rem != nil {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/idemrun/idemrun/api"
 	"github.com/idemrun/idemrun/store"
@@ -46,6 +47,9 @@ type bulkData struct {
 	Sample  []*api.Job
 	Done    *api.BulkResult
 	Jobs    string // the jobs page of the filter
+	// CountedAt is when the count was made (RFC 3339), which the
+	// confirmation sends back: it changes only jobs last updated before.
+	CountedAt string
 }
 
 // parseBulk reads a bulk action from form values (the query of the GET,
@@ -114,6 +118,24 @@ func (s *server) bulk(w http.ResponseWriter, r *http.Request) {
 	req.Actor = actor(r)
 	confirm := r.PostForm.Get("step") == "confirm"
 	req.DryRun = !confirm
+	if confirm {
+		// The jobs counted, not those that came to match since: a job
+		// the filter matches now was last updated before the count, or it
+		// was not among the jobs counted.
+		if v := r.PostForm.Get("counted_at"); v != "" {
+			at, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				p.Error = (&api.InvalidError{Field: "counted_at", Value: strconv.Quote(v), Accepted: "the time the count page gave (RFC 3339)"}).Error()
+				s.render(w, r, http.StatusBadRequest, "bulk", p)
+				return
+			}
+			if f := &req.Filter; f.Until.IsZero() || at.Before(f.Until) {
+				f.Until = at
+			}
+		}
+	} else {
+		d.CountedAt = s.c.Now().UTC().Format(time.RFC3339Nano)
+	}
 	res, err := s.c.Bulk(r.Context(), req)
 	if err != nil {
 		p.Error = fmt.Sprintf("bulk %s: %v", req.Action, err)
