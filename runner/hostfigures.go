@@ -33,12 +33,14 @@ func (r *Runner) HostFigures() []HostFigures {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// A runner younger than the window has sent over its life only.
+	window := max(time.Second, min(store.TrafficWindow, now.Sub(t.born)))
 	out := make([]HostFigures, 0, len(t.state))
 	for host, h := range t.state {
 		f := HostFigures{Host: host, InFlight: h.sending, Sends: h.sends, TooMany: h.n429, ServerErrors: h.n5xx, TokenWaits: h.waits,
 			Fails: h.failures, Breaker: h.breaker.state.String(), Throttled: h.throttle.rate > 0, Rate: h.limRate}
 		n := h.recent.sum(now)
-		f.Recent = store.HostTraffic{Host: host, Runners: 1, InFlight: h.sending, SendRate: float64(n[figSend]) / store.TrafficWindow.Seconds(),
+		f.Recent = store.HostTraffic{Host: host, Runners: 1, InFlight: h.sending, SendRate: float64(n[figSend]) / window.Seconds(),
 			TooMany: n[fig429], ServerErrors: n[fig5xx], Timeouts: n[figFailed], Breaker: f.Breaker, Throttled: f.Throttled, Rate: f.Rate}
 		out = append(out, f)
 	}

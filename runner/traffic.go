@@ -25,6 +25,7 @@ type traffic struct {
 	hosts   store.Hosts // nil: the store keeps no policies
 	leases  func() ([]store.Lease, error)
 	now     func() time.Time
+	born    time.Time // when the runner's traffic began: rates over its life until a window has passed
 	log     *slog.Logger
 	loading sync.Mutex // one reload at a time
 
@@ -89,7 +90,7 @@ type hostState struct {
 }
 
 func newTraffic(cfg trafficConfig, s any, now func() time.Time, log *slog.Logger) *traffic {
-	t := &traffic{cfg: cfg, now: now, log: log, state: map[string]*hostState{}, runners: 1, dirty: true}
+	t := &traffic{cfg: cfg, now: now, born: now(), log: log, state: map[string]*hostState{}, runners: 1, dirty: true}
 	if h, ok := s.(store.Hosts); ok {
 		t.hosts = h
 	}
