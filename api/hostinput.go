@@ -116,6 +116,11 @@ func checkRate(r float64) error {
 	return nil
 }
 
+// Check reports the first setting out of bounds as an *InvalidError,
+// for a caller that refuses bad input before it opens anything; SetHost
+// checks too.
+func (s HostSettings) Check() error { return s.check() }
+
 // check refuses settings outside their limits.
 func (s HostSettings) check() error {
 	if s.Rate != nil {

@@ -62,13 +62,15 @@ func hostArg(name string, fs *pflag.FlagSet) (string, error) {
 	return api.ParseHost(fs.Arg(0))
 }
 
-// hostService opens the database of a host subcommand.
-func (m *Main) hostService(fs *pflag.FlagSet, db string) (*api.Client, error) {
+// hostService opens the database of a host subcommand; one that sets a
+// policy (set, pause) creates a bbolt file that does not exist yet, so
+// policies may come before the first job.
+func (m *Main) hostService(fs *pflag.FlagSet, db string, create bool) (*api.Client, error) {
 	dbt, err := m.db(fs, db)
 	if err != nil {
 		return nil, err
 	}
-	return m.openService(dbt, false)
+	return m.openService(dbt, create)
 }
 
 func (m *Main) hostSet(ctx context.Context, args []string) error {
@@ -104,7 +106,11 @@ func (m *Main) hostSet(ctx context.Context, args []string) error {
 	if s == (api.HostSettings{}) {
 		return usagef("host set: give at least one of --rate, --burst, --concurrency, --settle")
 	}
-	svc, err := m.hostService(fs, *db)
+	// Bad input is refused before any database is opened or created.
+	if err := s.Check(); err != nil {
+		return err
+	}
+	svc, err := m.hostService(fs, *db, true)
 	if err != nil {
 		return err
 	}
@@ -121,6 +127,7 @@ func (m *Main) hostSet(ctx context.Context, args []string) error {
 // onHost runs a host subcommand that takes one HOST: it parses args
 // (more flags from more, if any), opens the database and calls do.
 func (m *Main) onHost(args []string, name, usage string, more func(fs *pflag.FlagSet), do func(svc *api.Client, host string) error) error {
+	create := name == "pause"
 	fs, db := m.flags("host "+name, usage)
 	if more != nil {
 		more(fs)
@@ -132,7 +139,7 @@ func (m *Main) onHost(args []string, name, usage string, more func(fs *pflag.Fla
 	if err != nil {
 		return err
 	}
-	svc, err := m.hostService(fs, *db)
+	svc, err := m.hostService(fs, *db, create)
 	if err != nil {
 		return err
 	}
@@ -233,7 +240,7 @@ func (m *Main) hostList(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("host list: unexpected argument %q", fs.Arg(0))
 	}
-	svc, err := m.hostService(fs, *db)
+	svc, err := m.hostService(fs, *db, false)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -191,5 +192,27 @@ func TestHostListEmpty(t *testing.T) {
 	}
 	if r := e.run("host", "pause", "api.example.com", "--schema", e.schema+"_none"); r.code != exitUsage || !strings.Contains(r.stderr, "idemrun migrate") {
 		t.Errorf("host pause on a schema without idemrun's tables: want exit 2 naming migrate, got:\n%s", r)
+	}
+}
+
+// A policy may come before the first job: host set and host pause create
+// a bbolt file that does not exist yet; bad input creates nothing.
+func TestHostSetBeforeFirstJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if r := e.run("host", "set", "api.example.com", "--settle", "-1s"); r.code != exitUsage || !strings.Contains(r.stderr, "settle") {
+		t.Errorf("a negative --settle on a missing file: want exit 2 naming settle, got:\n%s", r)
+	}
+	if _, err := os.Stat(e.db); !os.IsNotExist(err) {
+		t.Errorf("bad input created the database (%v)", err)
+	}
+	e.ok("host", "set", "api.example.com", "--rate", "5/s")
+	e.ok("host", "pause", "b.example.com", "--note", "later")
+	hs := e.hostList()
+	if p, _ := hs["api.example.com"]["policy"].(map[string]any); p == nil || p["rate"] != "5/s" {
+		t.Errorf("host list after host set on a new file: %v", hs)
+	}
+	if p, _ := hs["b.example.com"]["policy"].(map[string]any); p == nil || p["paused"] != true {
+		t.Errorf("host list after host pause on a new file: %v", hs)
 	}
 }
