@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,11 @@ type traffic struct {
 	loadedAt time.Time
 	runners  int // live runners sharing each policy's rate
 	state    map[string]*hostState
+	// alone is the host the last claim that judged it found alone among
+	// the jobs due: Admit refused it and no other host was asked about
+	// after, or it was full and nothing else was due (judgeAlone).
+	// Empty: not known to be alone.
+	alone string
 	// skip is the hosts passed over as of skipAt; dirty forces a rebuild,
 	// expires is when it must be rebuilt anyway.
 	// skipQuery is the same for status queries, which may probe a host
@@ -63,8 +69,10 @@ type trafficConfig struct {
 type hostState struct {
 	inflight int
 	// limit is how many sends may be in flight: it starts at a share of
-	// the workers, grows by one with each answered send, and falls back
-	// to the share with a failed one.
+	// the workers (newHostShare), grows by one with each answered send
+	// up to all of them, and falls back to the failing share with a
+	// failed one. Sending to no other host is not enough to get all the
+	// workers at once: a claim must find its jobs alone among those due.
 	limit    float64
 	breaker  breaker
 	throttle throttle
@@ -191,9 +199,13 @@ func (t *traffic) host(host string, now time.Time) *hostState {
 }
 
 // newHostShare is the share of the workers a host may hold until it
-// answers, while the runner sends to other hosts too: a host new to the
-// runner that never answers cannot take them all before its first
-// timeout shows it.
+// answers, even when it is the only host the runner has sent to: a host
+// new to the runner that never answers cannot take them all before its
+// first timeout shows it, and the claims pass over its jobs to those of
+// other hosts due behind them. Each good answer raises the limit by
+// one, so a host that answers doubles its sends each round trip and
+// reaches all the workers within a round trip or two; a host whose jobs
+// a claim finds alone among those due takes them all at once.
 const newHostShare = 0.5
 
 // startLimit is the sends in flight a failing host may have at most: a
@@ -206,9 +218,11 @@ func (t *traffic) startLimit() float64 {
 // limit and its policy's share; t.mu is held.
 func (t *traffic) concurrency(h *hostState, p store.HostPolicy) int {
 	n := int(h.limit)
-	if len(t.state) == 1 && h.limit >= math.Floor(float64(t.cfg.senders)*newHostShare) {
-		// The only host the runner sends to, and not failing: there is
-		// no other to keep room for.
+	if len(t.state) == 1 && t.state[t.alone] == h && h.limit >= math.Floor(float64(t.cfg.senders)*newHostShare) {
+		// The only host with jobs due, as a claim that passed over its
+		// own found, and not failing: there is no other to keep room
+		// for. Sending to it alone is not enough: other hosts' jobs may
+		// be due behind its own.
 		n = t.cfg.workers
 	}
 	if h.breaker.state == breakerHalfOpen {
@@ -560,6 +574,10 @@ type admissions struct {
 	mu    sync.Mutex
 	hosts map[string]int
 	order []string // the hosts admitted, in order
+	// asked is the hosts Admit was asked about, refused the first one
+	// it refused.
+	asked   []string
+	refused string
 }
 
 func (t *traffic) round() *admissions { return &admissions{t: t} }
@@ -569,7 +587,16 @@ func (t *traffic) queryRound() *admissions { return &admissions{t: t, query: tru
 
 // admit is ClaimRequest.Admit.
 func (a *admissions) admit(host string) bool {
-	if !a.t.admit(host, a.query) {
+	ok := a.t.admit(host, a.query)
+	a.mu.Lock()
+	if !slices.Contains(a.asked, host) {
+		a.asked = append(a.asked, host)
+	}
+	if !ok && a.refused == "" {
+		a.refused = host
+	}
+	a.mu.Unlock()
+	if !ok {
 		return false
 	}
 	a.mu.Lock()
@@ -587,6 +614,7 @@ func (a *admissions) admit(host string) bool {
 func (a *admissions) settle(claims ...*store.Claim) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.judgeAlone(claims)
 	out := make([]string, len(claims))
 	if a.aligned(claims) {
 		copy(out, a.order)
@@ -614,6 +642,48 @@ func (a *admissions) settle(claims ...*store.Claim) []string {
 	}
 	a.hosts, a.order = nil, nil
 	return out
+}
+
+// judgeAlone tells traffic what the claim showed of the hosts due: a
+// host Admit refused, with no other asked about, is alone among the jobs
+// due (the claim passed over its jobs and found none of another host);
+// a claim that asked about two hosts or more shows none is. So is the
+// one host the runner sends to, full and so passed over, when a claim
+// finds nothing else due. a.mu is held.
+func (a *admissions) judgeAlone(claims []*store.Claim) {
+	switch {
+	case a.refused != "" && len(a.asked) == 1:
+		a.t.setAlone(a.refused)
+	case len(a.asked) > 1:
+		a.t.setAlone("")
+	case len(a.asked) == 0 && !slices.ContainsFunc(claims, func(c *store.Claim) bool { return c != nil }):
+		a.t.aloneIfFull()
+	}
+	a.asked, a.refused = a.asked[:0], ""
+}
+
+// aloneIfFull makes the only host in t.state alone when it is passed
+// over for being at its concurrency, nothing else.
+func (t *traffic) aloneIfFull() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.state) != 1 {
+		return
+	}
+	for host, h := range t.state {
+		p := t.policy(host)
+		if !p.Paused && h.breaker.state == breakerClosed && h.throttle.rate == 0 && h.inflight >= t.concurrency(h, p) && t.alone != host {
+			t.alone, t.dirty = host, true
+		}
+	}
+}
+
+func (t *traffic) setAlone(host string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.alone != host {
+		t.alone, t.dirty = host, true
+	}
 }
 
 // aligned reports whether the promises, in the order made, are those of

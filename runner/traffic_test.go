@@ -247,6 +247,42 @@ func TestTrafficHangingHost(t *testing.T) {
 	}
 }
 
+// TestTrafficHangingHostFirstInQueue: the jobs of a host that accepts
+// connections and never answers are due first, those of a healthy host
+// after them, with the default 10 s attempt timeout. The host that never
+// answered is new to the runner, so it holds only its share of the
+// workers, though it is the only host at the start; the claims pass over
+// its jobs to the healthy ones, whose jobs are not held up by it.
+func TestTrafficHangingHostFirstInQueue(t *testing.T) {
+	healthy := newTarget(t, func(w http.ResponseWriter, _ *http.Request, _ int64, _ received) {
+		time.Sleep(20 * time.Millisecond)
+		w.WriteHeader(http.StatusCreated)
+	})
+	alone := openStore(t)
+	for range 300 {
+		enqueue(t, alone, defaultJob(healthy.URL()))
+	}
+	tAlone := healthyJobsTime(t, alone, scenarioConfig(t), 300, 15*time.Second)
+
+	sick := hangingListener(t)
+	db := openStore(t)
+	for range 100 {
+		enqueue(t, db, defaultJob(sick))
+	}
+	for range 300 {
+		enqueue(t, db, defaultJob(healthy.URL()))
+	}
+	// Past the 10 s attempt timeout, so a runner that gave the workers
+	// to the sick host shows by how much.
+	tMixed := healthyJobsTime(t, db, scenarioConfig(t), 300, 25*time.Second)
+	bound := 2*tAlone + time.Second
+	t.Logf("300 healthy jobs: %s alone, %s behind 100 jobs to a host that never answers (bound %s)",
+		tAlone.Round(10*time.Millisecond), tMixed.Round(10*time.Millisecond), bound.Round(10*time.Millisecond))
+	if tMixed > bound {
+		t.Errorf("the healthy jobs took %s behind the host that never answers, %s alone; want at most %s", tMixed, tAlone, bound)
+	}
+}
+
 // laggingTarget creates an operation 5 s after its request arrived (the
 // answer comes then too); its status endpoint finds only committed ones.
 type laggingTarget struct {
