@@ -153,7 +153,7 @@ func (m *Main) hostUnset(ctx context.Context, args []string) error {
 			return err
 		}
 		if host == store.DefaultHost {
-			fmt.Fprintf(m.Stdout, "host unset: the default policy is deleted: hosts without their own have no limits\n")
+			fmt.Fprintf(m.Stdout, "host unset: the default policy is deleted: a host is held only to its own policy, if it has one\n")
 			return nil
 		}
 		fmt.Fprintf(m.Stdout, "host unset: %s has no policy of its own now: the default (*) applies\n", host)
