@@ -181,10 +181,10 @@ func (t *traffic) logChanges(old, new map[string]store.HostPolicy) {
 	}
 }
 
-// policy is the policy host follows (store.HostPolicy.Over); t.mu is
-// held.
+// policy is the policy host follows (store.Follows); t.mu is held.
 func (t *traffic) policy(host string) store.HostPolicy {
-	return t.policies[host].Over(t.policies[store.DefaultHost])
+	own, ok := t.policies[host]
+	return store.Follows(own, ok, t.policies[store.DefaultHost])
 }
 
 // host returns host's state, made on first use; t.mu is held.

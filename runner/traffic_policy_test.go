@@ -103,3 +103,64 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// Pausing the default policy pauses every host without a policy of its
+// own; a host with one (a rate alone) is not paused by it.
+func TestTrafficDefaultPause(t *testing.T) {
+	var own sync.WaitGroup
+	var mu sync.Mutex
+	got := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got[r.URL.Path]++
+		mu.Unlock()
+		if r.URL.Path == "/own" {
+			own.Done()
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got["/held"]++
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(other.Close)
+	db := openStore(t)
+	setPolicy(t, db, store.DefaultHost, func(p *store.HostPolicy) { p.Paused = true })
+	setPolicy(t, db, store.HostOf(srv.URL), func(p *store.HostPolicy) { p.Rate = 1000 })
+	own.Add(3)
+	for range 3 {
+		j := defaultJob(srv.URL)
+		j.Request.URL = srv.URL + "/own"
+		enqueue(t, db, j)
+		enqueue(t, db, defaultJob(other.URL))
+	}
+	cfg := testConfig(t)
+	cfg.UntilIdle = false
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runner.New(db, cfg).Run(ctx) }()
+	ownDone := make(chan struct{})
+	go func() { own.Wait(); close(ownDone) }()
+	select {
+	case <-ownDone:
+	case <-time.After(10 * time.Second):
+		t.Error("the host with a policy of its own was not sent to within 10 s")
+	}
+	// The held host's jobs were due beside these: had * not held them,
+	// they would have been sent by now.
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got["/held"] != 0 {
+		t.Errorf("%d requests to a host without a policy of its own while * is paused, want 0", got["/held"])
+	}
+	if st := countStates(t, db); st[store.StatePending] != 3 {
+		t.Errorf("by state %v, want the held host's 3 jobs pending", st)
+	}
+}

@@ -58,6 +58,17 @@ func (p HostPolicy) Over(def HostPolicy) HostPolicy {
 	return p
 }
 
+// Follows is the policy a host follows: its own (hasOwn) filled in by
+// the default's (Over), or, without one, the default's whole, its pause
+// included: pausing DefaultHost pauses every host without a policy of
+// its own.
+func Follows(own HostPolicy, hasOwn bool, def HostPolicy) HostPolicy {
+	if !hasOwn {
+		return def
+	}
+	return own.Over(def)
+}
+
 // Hosts keeps the host policies.
 type Hosts interface {
 	// HostPolicies returns every policy, ordered by host.

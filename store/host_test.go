@@ -62,3 +62,16 @@ func TestHostPolicyOver(t *testing.T) {
 		t.Errorf("no default: got %+v, want the host's own", got)
 	}
 }
+
+// Without a policy of its own a host follows the default's whole, its
+// pause included.
+func TestFollows(t *testing.T) {
+	def := HostPolicy{Host: DefaultHost, Rate: 5, Paused: true, Note: "all"}
+	if got := Follows(HostPolicy{}, false, def); got != def {
+		t.Errorf("no policy of its own: %+v, want the default's %+v", got, def)
+	}
+	own := HostPolicy{Host: "h", Concurrency: 2}
+	if got, want := Follows(own, true, def), own.Over(def); got != want {
+		t.Errorf("a policy of its own: %+v, want %+v", got, want)
+	}
+}

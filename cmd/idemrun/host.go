@@ -284,11 +284,7 @@ func (m *Main) hostList(ctx context.Context, args []string) error {
 		} else if def == nil {
 			which = "none"
 		}
-		pv := own.Over(dp)
-		if h.Policy == nil {
-			pv.Paused, pv.Note = dp.Paused, dp.Note
-		}
-		p := &pv
+		p := store.Follows(own, h.Policy != nil, dp)
 		paused := "no"
 		if p.Paused {
 			paused = "yes"
