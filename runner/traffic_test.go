@@ -217,18 +217,25 @@ func healthyJobsTime(t *testing.T, db *bolt.DB, cfg runner.Config, healthy int64
 	return time.Duration(took.Load())
 }
 
-// TestTrafficHangingHost is the second scenario: a host that
-// accepts connections and never answers beside a healthy one.
-func TestTrafficHangingHost(t *testing.T) {
+// healthyAlone starts a healthy host (answers in 20 ms) and returns it
+// with the time 300 jobs to it take alone.
+func healthyAlone(t *testing.T) (*target, time.Duration) {
+	t.Helper()
 	healthy := newTarget(t, func(w http.ResponseWriter, _ *http.Request, _ int64, _ received) {
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the target's own work
 		w.WriteHeader(http.StatusCreated)
 	})
 	alone := openStore(t)
 	for range 300 {
 		enqueue(t, alone, defaultJob(healthy.URL()))
 	}
-	tAlone := healthyJobsTime(t, alone, scenarioConfig(t), 300, 15*time.Second)
+	return healthy, healthyJobsTime(t, alone, scenarioConfig(t), 300, 15*time.Second)
+}
+
+// TestTrafficHangingHost is the second scenario: a host that
+// accepts connections and never answers beside a healthy one.
+func TestTrafficHangingHost(t *testing.T) {
+	healthy, tAlone := healthyAlone(t)
 
 	sick := hangingListener(t)
 	db := openStore(t)
@@ -254,15 +261,7 @@ func TestTrafficHangingHost(t *testing.T) {
 // workers, though it is the only host at the start; the claims pass over
 // its jobs to the healthy ones, whose jobs are not held up by it.
 func TestTrafficHangingHostFirstInQueue(t *testing.T) {
-	healthy := newTarget(t, func(w http.ResponseWriter, _ *http.Request, _ int64, _ received) {
-		time.Sleep(20 * time.Millisecond)
-		w.WriteHeader(http.StatusCreated)
-	})
-	alone := openStore(t)
-	for range 300 {
-		enqueue(t, alone, defaultJob(healthy.URL()))
-	}
-	tAlone := healthyJobsTime(t, alone, scenarioConfig(t), 300, 15*time.Second)
+	healthy, tAlone := healthyAlone(t)
 
 	sick := hangingListener(t)
 	db := openStore(t)
