@@ -67,6 +67,21 @@ func get(t *testing.T, c *http.Client, url, token string) *http.Response {
 	return resp
 }
 
+// token is the admin token of tokenServer.
+const token = "3f9c1e7a52d84b06a1c9e5f27d3b8a40"
+
+// tokenServer serves the admin API with token on a fake clock, its log
+// kept.
+func tokenServer(t *testing.T) (*httptest.Server, *fakeClock, *syncBuffer) {
+	t.Helper()
+	c := apitest.OpenClient(t, api.Options{})
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	logs := &syncBuffer{}
+	srv := httptest.NewServer(admin.Handler(c, admin.Options{Token: token, Now: clock.now, Logger: slog.New(slog.NewTextHandler(logs, nil))}))
+	t.Cleanup(srv.Close)
+	return srv, clock, logs
+}
+
 // Wrong tokens are logged (the client's address, never the token) and
 // slowed per address: after admin.AuthBurst failures an address is
 // answered 429 with Retry-After, whatever token it sends, until its bucket
@@ -75,13 +90,8 @@ func get(t *testing.T, c *http.Client, url, token string) *http.Response {
 // probe).
 func TestAuthThrottlesWrongTokens(t *testing.T) {
 	t.Parallel()
-	const token = "3f9c1e7a52d84b06a1c9e5f27d3b8a40"
 	const guess = "guess-0123456789abcdef-guess"
-	c := apitest.OpenClient(t, api.Options{})
-	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	var logs syncBuffer
-	srv := httptest.NewServer(admin.Handler(c, admin.Options{Token: token, Now: clock.now, Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
-	t.Cleanup(srv.Close)
+	srv, clock, logs := tokenServer(t)
 	url := srv.URL + "/v1/stats"
 	a, b := clientFrom("127.0.0.1"), clientFrom("127.0.0.2")
 
@@ -134,12 +144,7 @@ func TestAuthThrottlesWrongTokens(t *testing.T) {
 // right token from it is let through.
 func TestAuthNoTokenIsNoGuess(t *testing.T) {
 	t.Parallel()
-	const token = "3f9c1e7a52d84b06a1c9e5f27d3b8a40"
-	c := apitest.OpenClient(t, api.Options{})
-	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	var logs syncBuffer
-	srv := httptest.NewServer(admin.Handler(c, admin.Options{Token: token, Now: clock.now, Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
-	t.Cleanup(srv.Close)
+	srv, _, logs := tokenServer(t)
 	a := clientFrom("127.0.0.1")
 	for i := range 3 * admin.AuthBurst {
 		if resp := get(t, a, srv.URL+"/metrics", ""); resp.StatusCode != http.StatusUnauthorized {
