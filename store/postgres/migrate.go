@@ -77,14 +77,10 @@ func Migrate(ctx context.Context, url string, opts *Options) error {
 		return err
 	}
 	r := newRedactor(url)
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		return r.parseError(err)
-	}
 	where := fmt.Sprintf("%s (schema %s)", r.location(), schema)
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := connectOne(ctx, r, url, "migrate", where)
 	if err != nil {
-		return asConnectError(r.wrap(fmt.Errorf("store: migrate %s: %w", where, err)), where)
+		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if err := migrate(ctx, conn, schema); err != nil {

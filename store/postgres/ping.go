@@ -15,14 +15,24 @@ import (
 // saying so; neither names the URL's password.
 func Ping(ctx context.Context, url string) error {
 	r := newRedactor(url)
-	cfg, err := pgx.ParseConfig(url)
+	conn, err := connectOne(ctx, r, url, "connect to", r.location())
 	if err != nil {
-		return r.parseError(err)
-	}
-	where := r.location()
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return asConnectError(r.wrap(fmt.Errorf("store: connect to %s: %w", where, err)), where)
+		return err
 	}
 	return conn.Close(ctx)
+}
+
+// connectOne opens one connection to url for an operation (verb) on
+// where, its failure a *ConnectError (or the URL's parse error) with r's
+// secrets removed.
+func connectOne(ctx context.Context, r redactor, url, verb, where string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, r.parseError(err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, asConnectError(r.wrap(fmt.Errorf("store: %s %s: %w", verb, where, err)), where)
+	}
+	return conn, nil
 }
