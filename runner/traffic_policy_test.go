@@ -59,12 +59,12 @@ func TestTrafficLogsPolicyChanges(t *testing.T) {
 	db := openStore(t)
 	const host = "127.0.0.1:9"
 	setPolicy(t, db, host, func(p *store.HostPolicy) { p.Paused, p.Note = true, "their outage" })
-	var logs lockedBuffer
+	logs := &signalBuffer{wrote: make(chan struct{}, 1)}
 	cfg := testConfig(t)
 	cfg.UntilIdle = false
 	cfg.PolicyReload = 10 * time.Millisecond
 	cfg.PollInterval = 10 * time.Millisecond
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- runner.New(db, cfg).Run(ctx) }()
@@ -76,16 +76,19 @@ func TestTrafficLogsPolicyChanges(t *testing.T) {
 	}()
 	waitLog := func(want ...string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
+		deadline := time.After(10 * time.Second)
+		for {
 			for _, l := range strings.Split(logs.String(), "\n") {
 				if containsAll(l, want...) {
 					return
 				}
 			}
-			time.Sleep(5 * time.Millisecond)
+			select {
+			case <-logs.wrote:
+			case <-deadline:
+				t.Fatalf("no log line with %q:\n%s", want, logs.String())
+			}
 		}
-		t.Fatalf("no log line with %q:\n%s", want, logs.String())
 	}
 	waitLog("level=WARN", "host paused", "host="+host, `note="their outage"`)
 	setPolicy(t, db, host, func(p *store.HostPolicy) { p.Paused = false })
@@ -163,4 +166,19 @@ func TestTrafficDefaultPause(t *testing.T) {
 	if st := countStates(t, db); st[store.StatePending] != 3 {
 		t.Errorf("by state %v, want the held host's 3 jobs pending", st)
 	}
+}
+
+// signalBuffer is a log that says on wrote when a line was written.
+type signalBuffer struct {
+	lockedBuffer
+	wrote chan struct{}
+}
+
+func (b *signalBuffer) Write(p []byte) (int, error) {
+	n, err := b.lockedBuffer.Write(p)
+	select {
+	case b.wrote <- struct{}{}:
+	default: // a signal is waiting already
+	}
+	return n, err
 }
