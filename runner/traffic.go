@@ -589,23 +589,21 @@ func (t *traffic) queryRound() *admissions { return &admissions{t: t, query: tru
 func (a *admissions) admit(host string) bool {
 	ok := a.t.admit(host, a.query)
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if !slices.Contains(a.asked, host) {
 		a.asked = append(a.asked, host)
 	}
-	if !ok && a.refused == "" {
-		a.refused = host
-	}
-	a.mu.Unlock()
 	if !ok {
+		if a.refused == "" {
+			a.refused = host
+		}
 		return false
 	}
-	a.mu.Lock()
 	if a.hosts == nil {
 		a.hosts = map[string]int{}
 	}
 	a.hosts[host]++
 	a.order = append(a.order, host)
-	a.mu.Unlock()
 	return true
 }
 
