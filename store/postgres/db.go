@@ -118,6 +118,9 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	r := newRedactor(url)
+	if err := checkUserInfo(r, url); err != nil {
+		return nil, err
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, r.parseError(err)

@@ -379,3 +379,36 @@ func proxiedPorts(p *proxy) []int32 {
 	}
 	return out
 }
+
+// TestConnectUnencodedAt: a URL with a second @ before its host (a
+// password with an @ left unencoded) is refused before any connection,
+// naming the fix, without any part of the password.
+func TestConnectUnencodedAt(t *testing.T) {
+	hit := make(chan struct{}, 1)
+	ln := loopback.Serve(t, func(c net.Conn) {
+		select {
+		case hit <- struct{}{}:
+		default:
+		}
+	})
+	u := "postgres://idemrun:s3cr@t3-Pa55@" + ln.Addr().String() + "/db?sslmode=disable&connect_timeout=2"
+	for name, f := range map[string]func() error{
+		"Open":    func() error { _, err := postgres.Open(ctx, u, nil); return err },
+		"Migrate": func() error { return postgres.Migrate(ctx, u, nil) },
+		"Ping":    func() error { return postgres.Ping(ctx, u) },
+	} {
+		err := f()
+		if err == nil {
+			t.Fatalf("%s(%s) = nil; want the URL refused", name, u)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "s3cr") || strings.Contains(msg, "t3-Pa55") || !strings.Contains(msg, "%40") {
+			t.Errorf("%s: %q; want it to name %%40 and no part of the password", name, msg)
+		}
+	}
+	select {
+	case <-hit:
+		t.Errorf("a refused URL still connected")
+	default:
+	}
+}

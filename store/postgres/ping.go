@@ -26,6 +26,9 @@ func Ping(ctx context.Context, url string) error {
 // where, its failure a *ConnectError (or the URL's parse error) with r's
 // secrets removed.
 func connectOne(ctx context.Context, r redactor, url, verb, where string) (*pgx.Conn, error) {
+	if err := checkUserInfo(r, url); err != nil {
+		return nil, err
+	}
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, r.parseError(err)
